@@ -1,0 +1,1 @@
+"""LiteHit HTTP job API (FastAPI)."""

@@ -1,0 +1,51 @@
+"""core_c: the LiteHit C engine behind a small typed Python API.
+
+- ``Lane``: the capacity-independent lane core (exact LRU order, prefix hits, optional TTL).
+- ``prefix_hash`` / ``prefix_hash_next`` / ``normalize`` / ``normalize_batch``: preprocessing.
+- ``project_blocks`` / ``project_bytes`` / ``project_infinite``: the only capacity -> hits code.
+- ``CoreError`` and subclasses: one per C status code.
+"""
+
+from core_c.errors import (
+    STATUS_ERRORS,
+    CoreError,
+    CoreInvalidArgument,
+    CoreMemoryError,
+    CoreParseError,
+    CoreRangeError,
+)
+from core_c.lane import CUT_COLD, CUT_EXPIRED, CUT_NONE, BatchFacts, HitCurve, Lane, LaneStats
+from core_c.preprocess import (
+    NormalizedBatch,
+    NormalizedRequest,
+    normalize,
+    normalize_batch,
+    prefix_hash,
+    prefix_hash_next,
+)
+from core_c.project import project_blocks, project_bytes, project_infinite
+
+__all__ = [
+    "CUT_COLD",
+    "CUT_EXPIRED",
+    "CUT_NONE",
+    "STATUS_ERRORS",
+    "BatchFacts",
+    "CoreError",
+    "CoreInvalidArgument",
+    "CoreMemoryError",
+    "CoreParseError",
+    "CoreRangeError",
+    "HitCurve",
+    "Lane",
+    "LaneStats",
+    "NormalizedBatch",
+    "NormalizedRequest",
+    "normalize",
+    "normalize_batch",
+    "prefix_hash",
+    "prefix_hash_next",
+    "project_blocks",
+    "project_bytes",
+    "project_infinite",
+]

@@ -1,0 +1,42 @@
+"""Conversions between Python/numpy values and the C core's flat int64 arrays."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from core_c._core import ffi
+
+Int64Array = npt.NDArray[np.int64]
+
+
+def as_int64(values: Iterable[int] | npt.NDArray[Any]) -> Int64Array:
+    """A C-contiguous int64 array; integers above INT64_MAX wrap as two's complement."""
+    if isinstance(values, np.ndarray):
+        if values.dtype == np.uint64:
+            return np.ascontiguousarray(values.view(np.int64))
+        if values.dtype.kind not in "iu":
+            raise TypeError(f"expected an integer array, got dtype {values.dtype}")
+        return np.ascontiguousarray(values, dtype=np.int64)
+    items = list(values)
+    for v in items:
+        if isinstance(v, bool) or not isinstance(v, int | np.integer):
+            raise TypeError(f"block keys must be integers, got {v!r}")
+    try:
+        return np.array(items, dtype=np.int64)
+    except OverflowError:
+        return np.array([_wrap(int(v)) for v in items], dtype=np.int64)
+
+
+def _wrap(v: int) -> int:
+    if not -(2**63) <= v < 2**64:
+        raise OverflowError(f"block key {v} does not fit in 64 bits")
+    return v - 2**64 if v >= 2**63 else v
+
+
+def ptr(kind: str, array: npt.NDArray[Any]) -> Any:
+    """A cffi pointer into a contiguous numpy array (the array must outlive the call)."""
+    return ffi.from_buffer(kind, array)

@@ -1,0 +1,86 @@
+/* lh_lane.h - the LiteHit lane core: one exact global LRU order, no capacity anywhere.
+ *
+ * A lane replays requests (front-to-back block keys + a timestamp) in order and returns, for
+ * each request, its capacity-independent fact: the hit curve, an arithmetic-segment RLE of the
+ * prefix thresholds. Segment (start, run) means: the j-th block of the segment (0-based) is a
+ * prefix hit at every capacity C >= start + j. Curves are written as flat int64 pairs
+ * [start0, run0, start1, run1, ...].
+ *
+ * Semantics (the original LiteHit G3/G4 algorithm):
+ *   phase 1  evaluate every block against the LRU snapshot taken before the request; the first
+ *            cold or TTL-expired block truncates the prefix; thresholds are prefix maxima of
+ *            (reuse distance + 1), raised to stay strictly increasing (monotone defense);
+ *   phase 2  commit every block, hits and misses, from the tail to the head, each key once at
+ *            its first occurrence, so the request's head becomes the most recent.
+ * Optional fixed TTL: a block is alive iff now - last_access < ttl_ns; every access refreshes;
+ * expired blocks truncate like cold ones and are reclaimed at compaction.
+ *
+ * State: a bucketed open-addressing map key -> position and a rank structure over positions
+ * (bitset + Fenwick tree over 512-position superblocks). Stale positions are compacted away so
+ * the position space stays O(live keys). No function prints, aborts or exits.
+ */
+#ifndef LH_LANE_H
+#define LH_LANE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct lh_lane lh_lane;
+
+/* Why a request's prefix stopped before its last block. */
+#define LH_CUT_NONE 0    /* every block was resident: the curve covers the whole request */
+#define LH_CUT_COLD 1    /* the first missing block was never seen (or was forgotten) */
+#define LH_CUT_EXPIRED 2 /* the first missing block was seen before but its TTL had run out */
+
+/* Lane options (bit flags). */
+#define LH_LANE_KEEP_EXPIRED 1u /* remember expired keys (no reclaim) so cuts are told apart
+                                   exactly; costs memory for every key ever seen */
+
+typedef struct lh_lane_stats {
+  uint64_t unique_blocks;  /* alive tracked blocks (expired ones excluded) */
+  uint64_t tracked_keys;   /* map entries, including expired keys not yet reclaimed */
+  uint64_t positions;      /* allocated positions (live + stale) */
+  uint64_t map_slots;      /* slots in the key map */
+  uint64_t epochs;         /* TTL epochs held */
+  uint64_t expired_blocks; /* cumulative count of blocks that expired */
+  uint64_t memory_bytes;   /* bytes of lane state currently allocated */
+  uint64_t compactions;    /* compactions performed */
+  uint64_t requests;       /* requests processed */
+  uint64_t accesses;       /* block accesses processed */
+} lh_lane_stats;
+
+/* Creates an empty lane. ttl_ns == 0 is pure LRU (timestamps ignored); ttl_ns < 0 is rejected.
+ * On success *out owns the lane; release it with lh_lane_destroy. */
+int lh_lane_create(lh_lane **out, int64_t ttl_ns, unsigned flags, char *err, size_t errlen);
+
+/* Releases a lane and all its memory. NULL is a no-op. */
+void lh_lane_destroy(lh_lane *lane);
+
+/* Forgets every key and statistic, as if the lane were new (keeps ttl and flags). Cannot fail. */
+void lh_lane_reset(lh_lane *lane);
+
+/* Processes n_req requests in order. Request r has keys[offsets[r] .. offsets[r+1]) and the
+ * timestamp timestamps[r] (ignored when ttl_ns == 0; may be NULL then).
+ * Outputs, all caller-owned:
+ *   segs         room for 2 * (offsets[n_req] - offsets[0]) int64 (a curve never has more
+ *                segments than its request has blocks)
+ *   seg_offsets  n_req + 1 entries; request r's curve is pairs seg_offsets[r] .. seg_offsets[r+1]
+ *   cuts         n_req entries of LH_CUT_* (may be NULL)
+ * Returns LH_OK with *n_done = n_req, or an error with *n_done = the index of the failing
+ * request: requests before it are committed and their outputs written, the failing request
+ * changed nothing. */
+int lh_lane_process_batch(lh_lane *lane, const int64_t *keys, const int64_t *offsets,
+                          const int64_t *timestamps, size_t n_req, int64_t *segs,
+                          int64_t *seg_offsets, uint8_t *cuts, size_t *n_done, char *err,
+                          size_t errlen);
+
+/* Advances the TTL clock to now_ns without a request (expires blocks). No-op without TTL. */
+void lh_lane_advance_time(lh_lane *lane, int64_t now_ns);
+
+/* Fills *stats. Cannot fail. */
+void lh_lane_get_stats(const lh_lane *lane, lh_lane_stats *stats);
+
+/* Checks internal invariants (for tests): returns LH_OK or LH_EINVAL with a description. */
+int lh_lane_check(const lh_lane *lane, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,25 @@
+/* lh_project.h - the hit-curve projector: the ONLY code that turns a capacity into hits.
+ *
+ * A curve is n_segs (start, run) int64 pairs stored flat. Thresholds of segment k are
+ * start, start+1, ..., start+run-1; a block is a prefix hit at capacity C iff its threshold <= C.
+ * Capacities are in blocks; byte capacities become blocks here and only here, with one floor
+ * division by block_bytes. Curves must be well formed (start >= 1, run >= 0, as the lane core
+ * writes them and the facts reader verifies). None of these functions allocate or fail.
+ */
+#ifndef LH_PROJECT_H
+#define LH_PROJECT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Hit blocks at a capacity of capacity_blocks blocks. */
+uint64_t lh_project_blocks(const int64_t *segs, size_t n_segs, uint64_t capacity_blocks);
+
+/* Hit blocks at infinite capacity (only cold / expired misses remain). */
+uint64_t lh_project_infinite(const int64_t *segs, size_t n_segs);
+
+/* Hit blocks at capacity_bytes for blocks of block_bytes (> 0; 0 hits when block_bytes == 0). */
+uint64_t lh_project_bytes(const int64_t *segs, size_t n_segs, uint64_t capacity_bytes,
+                          uint64_t block_bytes);
+
+#endif

@@ -1,0 +1,11 @@
+/* litehit.h - umbrella header of the LiteHit C library (what the cffi module includes). */
+#ifndef LITEHIT_H
+#define LITEHIT_H
+
+#include "lh_common.h"
+#include "lh_lane.h"
+#include "lh_normalize.h"
+#include "lh_prefix_hash.h"
+#include "lh_project.h"
+
+#endif

@@ -1,0 +1,198 @@
+"""One lane of the LiteHit core: an exact, capacity-independent LRU replay.
+
+**Usage**::
+
+    with Lane() as lane:                       # pure LRU
+        lane.process([1, 2, 3])                # -> ()            (all cold)
+        lane.process([1, 2, 3])                # -> ((1, 3),)     (one arithmetic segment)
+    with Lane(ttl_ns=60 * 10**9) as lane:      # fixed TTL: alive iff age < ttl
+        lane.process([1, 2], timestamp_ns=0)
+    facts = lane.process_batch(keys, offsets, timestamps)   # many requests, flat arrays
+
+A lane is not thread-safe: one thread (or process) owns it. Memory is released by ``close()``,
+by leaving the ``with`` block, or at the latest when the object is garbage collected.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Iterable
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, Self
+
+import numpy as np
+import numpy.typing as npt
+
+from core_c._arrays import Int64Array, as_int64, ptr
+from core_c._core import ffi, lib
+from core_c.errors import CoreError, new_error_buffer, raise_for_status
+
+__all__ = ["CUT_COLD", "CUT_EXPIRED", "CUT_NONE", "BatchFacts", "HitCurve", "Lane", "LaneStats"]
+
+HitCurve = tuple[tuple[int, int], ...]
+
+CUT_NONE = int(lib.LH_CUT_NONE)
+CUT_COLD = int(lib.LH_CUT_COLD)
+CUT_EXPIRED = int(lib.LH_CUT_EXPIRED)
+
+
+@dataclass(frozen=True, slots=True)
+class LaneStats:
+    unique_blocks: int  # alive tracked blocks
+    tracked_keys: int  # map entries incl. expired keys not yet reclaimed
+    positions: int  # allocated positions (live + stale)
+    map_slots: int
+    epochs: int
+    expired_blocks: int  # cumulative
+    memory_bytes: int
+    compactions: int
+    requests: int
+    accesses: int
+
+
+@dataclass(frozen=True, slots=True)
+class BatchFacts:
+    """Facts of a batch: request i's curve is segments[seg_offsets[i]:seg_offsets[i+1]]
+    (rows of (start_required_blocks, run_length)); cuts[i] is a CUT_* code."""
+
+    segments: npt.NDArray[np.int64]
+    seg_offsets: Int64Array
+    cuts: npt.NDArray[np.uint8]
+
+    def __len__(self) -> int:
+        return len(self.cuts)
+
+    def curve(self, i: int) -> HitCurve:
+        rows = self.segments[self.seg_offsets[i] : self.seg_offsets[i + 1]]
+        return tuple((int(s), int(r)) for s, r in rows)
+
+
+class Lane:
+    """A LiteHit lane core. ``ttl_ns`` = 0 is pure LRU; ``keep_expired`` remembers expired
+    keys so that a cut by an expired block is never reported as cold (costs memory)."""
+
+    def __init__(self, ttl_ns: int = 0, *, keep_expired: bool = False) -> None:
+        self.ttl_ns = int(ttl_ns)
+        out = ffi.new("lh_lane **")
+        err = new_error_buffer()
+        flags = lib.LH_LANE_KEEP_EXPIRED if keep_expired else 0
+        raise_for_status(lib.lh_lane_create(out, self.ttl_ns, flags, err, lib.LH_ERR_LEN), err)
+        self._ptr: Any = out[0]
+        self._finalizer = weakref.finalize(self, lib.lh_lane_destroy, self._ptr)
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Releases the C state now. Idempotent; the lane is unusable afterwards."""
+        self._finalizer()
+        self._ptr = None
+
+    @property
+    def closed(self) -> bool:
+        return self._ptr is None
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def _handle(self) -> Any:
+        if self._ptr is None:
+            raise ValueError("operation on a closed Lane")
+        return self._ptr
+
+    # -- processing -----------------------------------------------------------------------
+
+    def process(self, keys: Iterable[int] | npt.NDArray[Any], timestamp_ns: int = 0) -> HitCurve:
+        """Replays one request and returns its hit curve."""
+        arr = as_int64(keys)
+        facts = self.process_batch(
+            arr, np.array([0, len(arr)], dtype=np.int64), np.array([timestamp_ns], dtype=np.int64)
+        )
+        return facts.curve(0)
+
+    def process_batch(
+        self,
+        keys: Int64Array,
+        offsets: Int64Array,
+        timestamps: Int64Array | None = None,
+    ) -> BatchFacts:
+        """Replays requests keys[offsets[i]:offsets[i+1]] (timestamps[i]) in order.
+
+        On failure raises CoreError with ``index`` = the failing request and ``partial`` = the
+        facts of the requests before it (which are committed); the failing one changed nothing.
+        """
+        handle = self._handle()
+        keys = as_int64(keys)
+        offsets = as_int64(offsets)
+        n = len(offsets) - 1
+        if n < 0:
+            raise ValueError("offsets needs at least one entry")
+        if n and (offsets[0] < 0 or offsets[-1] > len(keys)):
+            raise ValueError("offsets out of range of keys")
+        ts = None
+        if timestamps is not None:
+            ts = as_int64(timestamps)
+            if len(ts) != n:
+                raise ValueError("timestamps must have one entry per request")
+        elif self.ttl_ns > 0 and n:
+            raise ValueError("a TTL lane needs timestamps")
+        total = int(offsets[-1] - offsets[0]) if n else 0
+        segments = np.empty((max(total, 0), 2), dtype=np.int64)
+        seg_offsets = np.zeros(n + 1, dtype=np.int64)
+        cuts = np.zeros(n, dtype=np.uint8)
+        n_done = ffi.new("size_t *")
+        err = new_error_buffer()
+        status = lib.lh_lane_process_batch(
+            handle, ptr("int64_t[]", keys), ptr("int64_t[]", offsets),
+            ffi.NULL if ts is None else ptr("int64_t[]", ts), n,
+            ptr("int64_t[]", segments), ptr("int64_t[]", seg_offsets), ptr("uint8_t[]", cuts),
+            n_done, err, lib.LH_ERR_LEN,
+        )  # fmt: skip
+        done = int(n_done[0])
+        facts = BatchFacts(segments[: seg_offsets[done]], seg_offsets[: done + 1], cuts[:done])
+        try:
+            raise_for_status(status, err, index=done)
+        except CoreError as exc:
+            exc.partial = facts  # type: ignore[attr-defined]
+            raise
+        return facts
+
+    def advance_time(self, now_ns: int) -> None:
+        """Moves the TTL clock to now_ns without a request (no-op without TTL)."""
+        lib.lh_lane_advance_time(self._handle(), now_ns)
+
+    def reset(self) -> None:
+        """Forgets every key, as if new (keeps the TTL)."""
+        lib.lh_lane_reset(self._handle())
+
+    # -- observability --------------------------------------------------------------------
+
+    def stats(self) -> LaneStats:
+        raw = ffi.new("lh_lane_stats *")
+        lib.lh_lane_get_stats(self._handle(), raw)
+        return LaneStats(**{f: int(getattr(raw, f)) for f in LaneStats.__slots__})
+
+    @property
+    def unique_blocks(self) -> int:
+        """Alive unique blocks tracked (expired ones excluded)."""
+        return self.stats().unique_blocks
+
+    @property
+    def memory_bytes(self) -> int:
+        """Bytes of C state currently allocated by this lane."""
+        return self.stats().memory_bytes
+
+    @property
+    def expired_blocks(self) -> int:
+        """Cumulative number of blocks that expired (a revived key counts again)."""
+        return self.stats().expired_blocks
+
+    def check(self) -> None:
+        """Verifies internal invariants (tests); raises CoreInvalidArgument on a violation."""
+        err = new_error_buffer()
+        raise_for_status(lib.lh_lane_check(self._handle(), err, lib.LH_ERR_LEN), err)

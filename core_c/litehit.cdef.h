@@ -1,0 +1,60 @@
+/* Declarations exposed to Python through cffi (API mode). This mirrors the public headers in
+ * include/; the extension is compiled against those headers, so any drift fails the build. */
+
+#define LH_OK 0
+#define LH_ENOMEM 1
+#define LH_EINVAL 2
+#define LH_ERANGE 3
+#define LH_EPARSE 4
+#define LH_STATUS_COUNT 5
+#define LH_ERR_LEN 512
+
+const char *lh_status_name(int status);
+
+/* lh_prefix_hash.h */
+int64_t lh_prefix_hash_next(int64_t prev, int64_t raw);
+void lh_prefix_hash_chain(const int64_t *raw, size_t n, int64_t *out);
+
+/* lh_normalize.h */
+int lh_normalize(const int64_t *keys, size_t n_keys, int64_t input_len, int64_t block_size,
+                 int64_t trace_block_size, int prefix_hash, int64_t *out_keys, size_t *out_n,
+                 int64_t *out_len, char *err, size_t errlen);
+int lh_normalize_batch(const int64_t *keys, const int64_t *offsets, const int64_t *input_lens,
+                       const int64_t *rows, size_t n, int64_t block_size, int64_t trace_block_size,
+                       int prefix_hash, int64_t *out_keys, int64_t *out_offsets, int64_t *out_lens,
+                       size_t *n_done, char *err, size_t errlen);
+
+/* lh_lane.h */
+typedef struct lh_lane lh_lane;
+#define LH_CUT_NONE 0
+#define LH_CUT_COLD 1
+#define LH_CUT_EXPIRED 2
+#define LH_LANE_KEEP_EXPIRED 1
+typedef struct lh_lane_stats {
+  uint64_t unique_blocks;
+  uint64_t tracked_keys;
+  uint64_t positions;
+  uint64_t map_slots;
+  uint64_t epochs;
+  uint64_t expired_blocks;
+  uint64_t memory_bytes;
+  uint64_t compactions;
+  uint64_t requests;
+  uint64_t accesses;
+} lh_lane_stats;
+int lh_lane_create(lh_lane **out, int64_t ttl_ns, unsigned flags, char *err, size_t errlen);
+void lh_lane_destroy(lh_lane *lane);
+void lh_lane_reset(lh_lane *lane);
+int lh_lane_process_batch(lh_lane *lane, const int64_t *keys, const int64_t *offsets,
+                          const int64_t *timestamps, size_t n_req, int64_t *segs,
+                          int64_t *seg_offsets, uint8_t *cuts, size_t *n_done, char *err,
+                          size_t errlen);
+void lh_lane_advance_time(lh_lane *lane, int64_t now_ns);
+void lh_lane_get_stats(const lh_lane *lane, lh_lane_stats *stats);
+int lh_lane_check(const lh_lane *lane, char *err, size_t errlen);
+
+/* lh_project.h */
+uint64_t lh_project_blocks(const int64_t *segs, size_t n_segs, uint64_t capacity_blocks);
+uint64_t lh_project_infinite(const int64_t *segs, size_t n_segs);
+uint64_t lh_project_bytes(const int64_t *segs, size_t n_segs, uint64_t capacity_bytes,
+                          uint64_t block_bytes);

@@ -1,0 +1,742 @@
+/* lh_lane.c - exact LRU prefix-hit core: key map, rank structure, TTL epochs, compaction.
+ *
+ * Positions are 1-based and grow with every committed block; a higher position is more recent.
+ * Each tracked key owns exactly one "marker": the bit of its latest position. The LRU depth of
+ * a key at position p is 1 + (markers above p). Stale positions (bits cleared by a later touch)
+ * are compacted away when they outnumber twice the live markers plus a fixed slack.
+ *
+ * Key map: buckets of five (key, position) slots, exactly one 64-byte cache line each, probed
+ * linearly bucket by bucket. Slots fill front to back and are never deleted in place (only a
+ * rebuild drops keys), so the first empty slot ends a search. A position value also encodes
+ * "pending in the current request" (high bit + request index) and "dead" (expired, retained).
+ *
+ * TTL: epochs (start position, timestamp) are pushed as requests commit; since timestamps never
+ * decrease along positions, everything below a watermark position is expired and everything at
+ * or above it is alive.
+ */
+#include "lh_lane.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "lh_common.h"
+
+#define SLOTS 5
+#define POS_EMPTY 0u
+#define POS_DEAD 0x7FFFFFFFu  /* expired key kept for exact cut attribution */
+#define POS_LIMIT 0x7FFFFFFEu /* largest usable position */
+#define PENDING 0x80000000u   /* slot touched by the current request; low bits = first index */
+#define SB_SHIFT 9            /* 512 positions per superblock */
+#define SB_WORDS 8            /* 64-bit words per superblock */
+#define SLACK 4096u           /* compaction waits for this many extra stale positions */
+#define MIN_BUCKETS 8u
+#define MIN_POS_CAP 8192u
+#define MAX_REQUEST_BLOCKS 0x7FFFFFFEu
+
+typedef struct bucket {
+  int64_t key[SLOTS];
+  uint32_t pos[SLOTS];
+  uint32_t pad;
+} bucket;
+
+struct lh_lane {
+  int64_t ttl_ns;
+  unsigned flags;
+  /* key -> position map */
+  void *map_block; /* allocation backing map (map is its 64-byte aligned start) */
+  bucket *map;
+  uint64_t nbuckets; /* power of two, or 0 before the first request */
+  uint64_t map_count;
+  /* rank structure over positions 0 .. pos_cap-1 (position 0 is never used) */
+  uint64_t *bits;
+  int32_t *fen; /* Fenwick tree over superblocks, 1-based, nsb entries */
+  uint64_t pos_cap;
+  uint64_t nsb;
+  uint64_t top;     /* highest allocated position */
+  uint64_t markers; /* set bits = tracked keys with a position */
+  /* TTL */
+  uint64_t *ep_start;
+  int64_t *ep_ts;
+  size_t ep_head, ep_len, ep_cap;
+  uint64_t watermark;    /* positions below are expired; 0 = none */
+  uint64_t dead_markers; /* markers below the watermark, not yet compacted */
+  uint64_t expired_total;
+  int64_t now;
+  int has_now;
+  /* per-request scratch, sized for the largest request so far */
+  uint64_t *s_ref;   /* bucket hash, then (bucket << 3 | slot) */
+  uint32_t *s_snap;  /* snapshot position of key i's first occurrence (0 = untracked) */
+  uint32_t *s_first; /* index of key i's first occurrence in the request */
+  size_t s_cap;
+  /* counters */
+  uint64_t n_requests, n_accesses, n_compactions;
+};
+
+/* ---- small helpers ---------------------------------------------------------------------- */
+
+static inline uint64_t mix64(int64_t key) {
+  uint64_t x = (uint64_t)key;
+  x ^= x >> 33;
+  x *= UINT64_C(0xff51afd7ed558ccd);
+  x ^= x >> 33;
+  x *= UINT64_C(0xc4ceb9fe1a85ec53);
+  x ^= x >> 33;
+  return x;
+}
+
+static inline unsigned popcount64(uint64_t x) {
+#if defined(__GNUC__)
+  return (unsigned)__builtin_popcountll(x);
+#else
+  x = x - ((x >> 1) & UINT64_C(0x5555555555555555));
+  x = (x & UINT64_C(0x3333333333333333)) + ((x >> 2) & UINT64_C(0x3333333333333333));
+  x = (x + (x >> 4)) & UINT64_C(0x0f0f0f0f0f0f0f0f);
+  return (unsigned)((x * UINT64_C(0x0101010101010101)) >> 56);
+#endif
+}
+
+static inline void prefetch(const void *p) {
+#if defined(__GNUC__)
+  __builtin_prefetch(p, 1, 3);
+#else
+  (void)p;
+#endif
+}
+
+/* Bits 0 .. (p & 63) of a word. */
+static inline uint64_t mask_upto(uint64_t p) { return (UINT64_C(2) << (p & 63)) - 1; }
+
+static uint64_t pow2_at_least(uint64_t x, uint64_t floor) {
+  uint64_t v = floor;
+  while (v < x) v <<= 1;
+  return v;
+}
+
+/* ---- rank structure ---------------------------------------------------------------------- */
+
+static inline void fen_add(int32_t *fen, uint64_t nsb, uint64_t sb, int32_t delta) {
+  for (uint64_t i = sb + 1; i <= nsb; i += i & (~i + 1)) fen[i] += delta;
+}
+
+/* Markers in the first k superblocks. */
+static inline uint64_t fen_prefix(const int32_t *fen, uint64_t k) {
+  int64_t s = 0;
+  for (uint64_t i = k; i > 0; i &= i - 1) s += fen[i];
+  return (uint64_t)s;
+}
+
+static void fen_rebuild(int32_t *fen, uint64_t nsb, const uint64_t *bits) {
+  for (uint64_t i = 1; i <= nsb; i++) {
+    const uint64_t *w = bits + (i - 1) * SB_WORDS;
+    int32_t c = 0;
+    for (int j = 0; j < SB_WORDS; j++) c += (int32_t)popcount64(w[j]);
+    fen[i] = c;
+  }
+  for (uint64_t i = 1; i <= nsb; i++) {
+    uint64_t j = i + (i & (~i + 1));
+    if (j <= nsb) fen[j] += fen[i];
+  }
+}
+
+/* Markers at positions <= p (p < pos_cap). */
+static inline uint64_t rank_upto(const lh_lane *L, uint64_t p) {
+  uint64_t sb = p >> SB_SHIFT;
+  uint64_t s = fen_prefix(L->fen, sb);
+  uint64_t w = p >> 6;
+  for (uint64_t i = sb * SB_WORDS; i < w; i++) s += popcount64(L->bits[i]);
+  return s + popcount64(L->bits[w] & mask_upto(p));
+}
+
+/* Markers at positions in (a, b], a < b < pos_cap. */
+static inline uint64_t count_between(const uint64_t *bits, uint64_t a, uint64_t b) {
+  uint64_t wa = a >> 6, wb = b >> 6;
+  if (wa == wb) return popcount64(bits[wa] & mask_upto(b) & ~mask_upto(a));
+  uint64_t s = popcount64(bits[wa] & ~mask_upto(a));
+  for (uint64_t w = wa + 1; w < wb; w++) s += popcount64(bits[w]);
+  return s + popcount64(bits[wb] & mask_upto(b));
+}
+
+/* Makes positions 0 .. need valid. On failure nothing changes. */
+static int grow_positions(lh_lane *L, uint64_t need, char *err, size_t errlen) {
+  if (need < L->pos_cap) return LH_OK;
+  uint64_t cap = pow2_at_least(need + 1, L->pos_cap ? L->pos_cap : MIN_POS_CAP);
+  uint64_t nsb = cap >> SB_SHIFT;
+  int32_t *fen = calloc((size_t)nsb + 1, sizeof(int32_t));
+  if (fen == NULL) return lh_fail(err, errlen, LH_ENOMEM, "out of memory growing lane positions");
+  uint64_t *bits = realloc(L->bits, (size_t)(cap / 64) * sizeof(uint64_t));
+  if (bits == NULL) {
+    free(fen);
+    return lh_fail(err, errlen, LH_ENOMEM, "out of memory growing lane positions");
+  }
+  memset(bits + L->pos_cap / 64, 0, (size_t)((cap - L->pos_cap) / 64) * sizeof(uint64_t));
+  fen_rebuild(fen, nsb, bits);
+  free(L->fen);
+  L->bits = bits;
+  L->fen = fen;
+  L->pos_cap = cap;
+  L->nsb = nsb;
+  return LH_OK;
+}
+
+/* ---- key map ----------------------------------------------------------------------------- */
+
+static bucket *alloc_buckets(uint64_t n, void **block) {
+  if (n > (SIZE_MAX - 64) / sizeof(bucket)) return NULL;
+  void *raw = calloc((size_t)n * sizeof(bucket) + 64, 1);
+  if (raw == NULL) return NULL;
+  *block = raw;
+  return (bucket *)(((uintptr_t)raw + 63) & ~(uintptr_t)63);
+}
+
+/* Inserts a key known to be absent (rebuilds only). */
+static void map_place(bucket *map, uint64_t mask, int64_t key, uint32_t pos) {
+  uint64_t b = mix64(key) & mask;
+  for (;;) {
+    bucket *bk = &map[b];
+    for (int s = 0; s < SLOTS; s++) {
+      if (bk->pos[s] == POS_EMPTY) {
+        bk->key[s] = key;
+        bk->pos[s] = pos;
+        return;
+      }
+    }
+    b = (b + 1) & mask;
+  }
+}
+
+/* Buckets needed to hold n keys at a load of at most 0.8. */
+static uint64_t buckets_for(uint64_t n) {
+  uint64_t slots_needed = n + n / 4 + 1;
+  return pow2_at_least((slots_needed + SLOTS - 1) / SLOTS, MIN_BUCKETS);
+}
+
+static int rehash(lh_lane *L, uint64_t nbuckets, char *err, size_t errlen) {
+  void *block = NULL;
+  bucket *map = alloc_buckets(nbuckets, &block);
+  if (map == NULL) return lh_fail(err, errlen, LH_ENOMEM, "out of memory growing the key map");
+  for (uint64_t b = 0; b < L->nbuckets; b++) {
+    const bucket *bk = &L->map[b];
+    for (int s = 0; s < SLOTS && bk->pos[s] != POS_EMPTY; s++) {
+      map_place(map, nbuckets - 1, bk->key[s], bk->pos[s]);
+    }
+  }
+  free(L->map_block);
+  L->map_block = block;
+  L->map = map;
+  L->nbuckets = nbuckets;
+  return LH_OK;
+}
+
+/* ---- TTL --------------------------------------------------------------------------------- */
+
+static inline int is_expired(int64_t ts, int64_t now, int64_t ttl) {
+  return now >= ts && (uint64_t)now - (uint64_t)ts >= (uint64_t)ttl;
+}
+
+static void advance_watermark(lh_lane *L, int64_t now) {
+  int popped = 0;
+  while (L->ep_len > 0 && is_expired(L->ep_ts[L->ep_head], now, L->ttl_ns)) {
+    L->ep_head = (L->ep_head + 1) % L->ep_cap;
+    L->ep_len--;
+    popped = 1;
+  }
+  if (!popped) return;
+  uint64_t old_wm = L->watermark;
+  uint64_t new_wm = L->ep_len > 0 ? L->ep_start[L->ep_head] : L->top + 1;
+  if (new_wm <= old_wm) return;
+  uint64_t swept = rank_upto(L, new_wm - 1) - (old_wm > 1 ? rank_upto(L, old_wm - 1) : 0);
+  L->expired_total += swept;
+  L->dead_markers += swept;
+  L->watermark = new_wm;
+}
+
+static int reserve_epoch(lh_lane *L, char *err, size_t errlen) {
+  if (L->ep_len < L->ep_cap) return LH_OK;
+  size_t cap = L->ep_cap ? L->ep_cap * 2 : 64;
+  uint64_t *start = malloc(cap * sizeof(uint64_t));
+  int64_t *ts = malloc(cap * sizeof(int64_t));
+  if (start == NULL || ts == NULL) {
+    free(start);
+    free(ts);
+    return lh_fail(err, errlen, LH_ENOMEM, "out of memory growing TTL epochs");
+  }
+  for (size_t j = 0; j < L->ep_len; j++) {
+    size_t at = (L->ep_head + j) % L->ep_cap;
+    start[j] = L->ep_start[at];
+    ts[j] = L->ep_ts[at];
+  }
+  free(L->ep_start);
+  free(L->ep_ts);
+  L->ep_start = start;
+  L->ep_ts = ts;
+  L->ep_head = 0;
+  L->ep_cap = cap;
+  return LH_OK;
+}
+
+static void push_epoch(lh_lane *L, uint64_t start, int64_t now) {
+  if (L->ep_len > 0) {
+    size_t back = (L->ep_head + L->ep_len - 1) % L->ep_cap;
+    if (L->ep_ts[back] == now) return; /* the new positions join the last epoch */
+  }
+  size_t at = (L->ep_head + L->ep_len) % L->ep_cap;
+  L->ep_start[at] = start;
+  L->ep_ts[at] = now;
+  L->ep_len++;
+}
+
+/* ---- compaction -------------------------------------------------------------------------- */
+
+/* Renumbers live markers 1..A in order, drops (or, with KEEP_EXPIRED, marks dead) expired keys,
+ * remaps epochs and the watermark. Results never change. On allocation failure nothing
+ * changes and LH_ENOMEM is returned. */
+static int compact(lh_lane *L) {
+  uint64_t alive = L->markers - L->dead_markers;
+  int rebuild_map = L->dead_markers > 0 && !(L->flags & LH_LANE_KEEP_EXPIRED);
+  uint64_t nwords = (L->top >> 6) + 1;
+  uint32_t *cum = malloc((size_t)(nwords + 1) * sizeof(uint32_t));
+  if (cum == NULL) return LH_ENOMEM;
+  void *new_block = NULL;
+  bucket *new_map = NULL;
+  uint64_t new_nbuckets = L->nbuckets;
+  if (rebuild_map) {
+    new_nbuckets = buckets_for(2 * alive);
+    if (new_nbuckets > L->nbuckets) new_nbuckets = L->nbuckets;
+    new_map = alloc_buckets(new_nbuckets, &new_block);
+    if (new_map == NULL) {
+      free(cum);
+      return LH_ENOMEM;
+    }
+  }
+  uint64_t wm = L->watermark;
+  /* Expired markers go first, so that ranks count survivors only. */
+  if (wm > 1) {
+    uint64_t w_end = (wm - 1) >> 6;
+    for (uint64_t w = 0; w < w_end; w++) L->bits[w] = 0;
+    L->bits[w_end] &= ~mask_upto(wm - 1);
+  }
+  cum[0] = 0;
+  for (uint64_t w = 0; w < nwords; w++) cum[w + 1] = cum[w] + popcount64(L->bits[w]);
+#define RANK(p) (cum[(p) >> 6] + popcount64(L->bits[(p) >> 6] & mask_upto(p)))
+  for (uint64_t b = 0; b < L->nbuckets; b++) {
+    bucket *bk = &L->map[b];
+    for (int s = 0; s < SLOTS && bk->pos[s] != POS_EMPTY; s++) {
+      uint32_t p = bk->pos[s];
+      uint32_t np;
+      if (p == POS_DEAD || p < wm) {
+        if (rebuild_map) continue; /* reclaimed for good */
+        np = POS_DEAD;
+      } else {
+        np = (uint32_t)RANK(p);
+      }
+      if (rebuild_map) {
+        map_place(new_map, new_nbuckets - 1, bk->key[s], np);
+      } else {
+        bk->pos[s] = np;
+      }
+    }
+  }
+  if (rebuild_map) {
+    free(L->map_block);
+    L->map_block = new_block;
+    L->map = new_map;
+    L->nbuckets = new_nbuckets;
+    L->map_count = alive;
+  }
+  /* Epoch starts S -> 1 + survivors below S; epochs sharing a start keep the later time. */
+  size_t kept = 0;
+  for (size_t j = 0; j < L->ep_len; j++) {
+    size_t at = (L->ep_head + j) % L->ep_cap;
+    uint64_t ns = 1 + RANK(L->ep_start[at] - 1);
+    int64_t ts = L->ep_ts[at];
+    if (kept > 0) {
+      size_t prev = (L->ep_head + kept - 1) % L->ep_cap;
+      if (L->ep_start[prev] == ns) {
+        L->ep_ts[prev] = ts;
+        continue;
+      }
+    }
+    size_t out = (L->ep_head + kept) % L->ep_cap;
+    L->ep_start[out] = ns;
+    L->ep_ts[out] = ts;
+    kept++;
+  }
+  L->ep_len = kept;
+#undef RANK
+  if (wm > 0) L->watermark = 1;
+  free(cum);
+  /* Survivors now sit at positions 1..alive. */
+  memset(L->bits, 0, (size_t)nwords * sizeof(uint64_t));
+  for (uint64_t p = 1; p <= alive; p++) L->bits[p >> 6] |= UINT64_C(1) << (p & 63);
+  L->top = alive;
+  L->markers = alive;
+  L->dead_markers = 0;
+  /* Give back a position space that has become far too large (e.g. after mass expiry). */
+  uint64_t want = pow2_at_least(2 * (2 * alive + SLACK), MIN_POS_CAP);
+  if (L->pos_cap > 4 * want) {
+    uint64_t *bits = calloc((size_t)(want / 64), sizeof(uint64_t));
+    int32_t *fen = calloc((size_t)(want >> SB_SHIFT) + 1, sizeof(int32_t));
+    if (bits != NULL && fen != NULL) {
+      memcpy(bits, L->bits, (size_t)(((alive >> 6) + 1) * sizeof(uint64_t)));
+      free(L->bits);
+      free(L->fen);
+      L->bits = bits;
+      L->fen = fen;
+      L->pos_cap = want;
+      L->nsb = want >> SB_SHIFT;
+    } else {
+      free(bits);
+      free(fen);
+    }
+  }
+  fen_rebuild(L->fen, L->nsb, L->bits);
+  L->n_compactions++;
+  return LH_OK;
+}
+
+static int should_compact(const lh_lane *L) {
+  uint64_t alive = L->markers - L->dead_markers;
+  return L->top > SLACK && L->top > 2 * alive + SLACK;
+}
+
+/* ---- lifecycle --------------------------------------------------------------------------- */
+
+int lh_lane_create(lh_lane **out, int64_t ttl_ns, unsigned flags, char *err, size_t errlen) {
+  if (out == NULL) return lh_fail(err, errlen, LH_EINVAL, "lane output pointer is NULL");
+  if (ttl_ns < 0) return lh_fail(err, errlen, LH_EINVAL, "ttl_ns must not be negative");
+  if (flags & ~LH_LANE_KEEP_EXPIRED) {
+    return lh_fail(err, errlen, LH_EINVAL, "unknown lane flags 0x%x", flags);
+  }
+  lh_lane *L = calloc(1, sizeof(lh_lane));
+  if (L == NULL) return lh_fail(err, errlen, LH_ENOMEM, "out of memory creating a lane");
+  L->ttl_ns = ttl_ns;
+  L->flags = flags;
+  *out = L;
+  return LH_OK;
+}
+
+static void release_state(lh_lane *L) {
+  free(L->map_block);
+  free(L->bits);
+  free(L->fen);
+  free(L->ep_start);
+  free(L->ep_ts);
+  free(L->s_ref);
+  free(L->s_snap);
+  free(L->s_first);
+}
+
+void lh_lane_destroy(lh_lane *lane) {
+  if (lane == NULL) return;
+  release_state(lane);
+  free(lane);
+}
+
+void lh_lane_reset(lh_lane *lane) {
+  int64_t ttl = lane->ttl_ns;
+  unsigned flags = lane->flags;
+  release_state(lane);
+  memset(lane, 0, sizeof(*lane));
+  lane->ttl_ns = ttl;
+  lane->flags = flags;
+}
+
+/* ---- processing -------------------------------------------------------------------------- */
+
+/* Makes room for a request of n blocks so that nothing after this can fail. */
+static int reserve(lh_lane *L, size_t n, char *err, size_t errlen) {
+  if (n > MAX_REQUEST_BLOCKS) {
+    return lh_fail(err, errlen, LH_ERANGE, "request has %zu blocks; at most %u are supported", n,
+                   MAX_REQUEST_BLOCKS);
+  }
+  if (n > L->s_cap) {
+    size_t cap = n > 2 * L->s_cap ? n : 2 * L->s_cap;
+    uint64_t *ref = malloc(cap * sizeof(uint64_t));
+    uint32_t *snap = malloc(cap * sizeof(uint32_t));
+    uint32_t *first = malloc(cap * sizeof(uint32_t));
+    if (ref == NULL || snap == NULL || first == NULL) {
+      free(ref);
+      free(snap);
+      free(first);
+      return lh_fail(err, errlen, LH_ENOMEM, "out of memory for a request of %zu blocks", n);
+    }
+    free(L->s_ref);
+    free(L->s_snap);
+    free(L->s_first);
+    L->s_ref = ref;
+    L->s_snap = snap;
+    L->s_first = first;
+    L->s_cap = cap;
+  }
+  if (n == 0) return LH_OK;
+  uint64_t need_keys = L->map_count + n;
+  if (need_keys * 5 > L->nbuckets * SLOTS * 4) {
+    int st = rehash(L, buckets_for(need_keys > 2 * L->map_count ? need_keys : 2 * L->map_count),
+                    err, errlen);
+    if (st != LH_OK) return st;
+  }
+  if (L->top + n > POS_LIMIT) {
+    if (L->markers - L->dead_markers + n <= POS_LIMIT && L->top > L->markers - L->dead_markers) {
+      if (compact(L) != LH_OK) {
+        return lh_fail(err, errlen, LH_ENOMEM, "out of memory compacting lane positions");
+      }
+    }
+    if (L->top + n > POS_LIMIT) {
+      return lh_fail(err, errlen, LH_ERANGE, "lane position space exhausted (%llu live blocks)",
+                     (unsigned long long)(L->markers - L->dead_markers));
+    }
+  }
+  int st = grow_positions(L, L->top + n, err, errlen);
+  if (st != LH_OK) return st;
+  if (L->ttl_ns > 0) return reserve_epoch(L, err, errlen);
+  return LH_OK;
+}
+
+/* One request: see lh_lane.h. segs has room for 2 * n values. */
+static int process_one(lh_lane *L, const int64_t *keys, size_t n, int64_t now, int64_t *segs,
+                       size_t *nseg_out, uint8_t *cut_out, char *err, size_t errlen) {
+  int st = reserve(L, n, err, errlen);
+  if (st != LH_OK) return st;
+  if (L->ttl_ns > 0) {
+    if (L->has_now && now < L->now) now = L->now; /* the clock never runs backwards */
+    L->now = now;
+    L->has_now = 1;
+    advance_watermark(L, now);
+  }
+  L->n_requests++;
+  L->n_accesses += n;
+  *nseg_out = 0;
+  *cut_out = LH_CUT_NONE;
+  if (n == 0) return LH_OK;
+
+  const uint64_t mask = L->nbuckets - 1;
+  bucket *const map = L->map;
+  uint64_t *const ref = L->s_ref;
+  uint32_t *const snap = L->s_snap;
+  uint32_t *const first = L->s_first;
+  const uint64_t wm = L->watermark;
+
+  for (size_t i = 0; i < n; i++) {
+    ref[i] = mix64(keys[i]) & mask;
+    prefetch(&map[ref[i]]);
+  }
+
+  /* Look every key up (inserting absent ones as pending) and evaluate phase 1 on the snapshot:
+   * positions and bits are not modified until phase 2. */
+  size_t nseg = 0;
+  int64_t last_thr = 0, prefix_max = 0;
+  uint64_t prev_snap = 0, prev_above = 0;
+  int evaluating = 1;
+  for (size_t i = 0; i < n; i++) {
+    const int64_t key = keys[i];
+    uint64_t b = ref[i];
+    uint32_t p_snap = 0, p_first = (uint32_t)i;
+    int slot;
+    for (;;) {
+      bucket *bk = &map[b];
+      for (slot = 0; slot < SLOTS; slot++) {
+        uint32_t p = bk->pos[slot];
+        if (p == POS_EMPTY) {
+          bk->key[slot] = key;
+          bk->pos[slot] = PENDING | (uint32_t)i;
+          L->map_count++;
+          goto found;
+        }
+        if (bk->key[slot] == key) {
+          if (p & PENDING) {
+            p_first = p & ~PENDING;
+            p_snap = snap[p_first];
+          } else {
+            p_snap = p;
+            bk->pos[slot] = PENDING | (uint32_t)i;
+          }
+          goto found;
+        }
+      }
+      b = (b + 1) & mask;
+    }
+  found:
+    ref[i] = (b << 3) | (uint64_t)slot;
+    snap[i] = p_snap;
+    first[i] = p_first;
+    if (!evaluating) continue;
+    if (p_snap == 0 || p_snap == POS_DEAD || p_snap < wm) {
+      evaluating = 0;
+      *cut_out = p_snap == 0 ? LH_CUT_COLD : LH_CUT_EXPIRED;
+      continue;
+    }
+    /* Markers above this key: incremental from the previous key when close (chains are mostly
+     * at consecutive positions), otherwise a full rank query. */
+    uint64_t above;
+    if (nseg > 0 && p_snap < prev_snap && prev_snap - p_snap <= 512) {
+      above = prev_above + count_between(L->bits, p_snap, prev_snap);
+    } else if (nseg > 0 && p_snap > prev_snap && p_snap - prev_snap <= 512) {
+      above = prev_above - count_between(L->bits, prev_snap, p_snap);
+    } else if (nseg > 0 && p_snap == prev_snap) {
+      above = prev_above;
+    } else {
+      above = L->markers - rank_upto(L, p_snap);
+    }
+    prev_snap = p_snap;
+    prev_above = above;
+    int64_t required = (int64_t)above + 1;
+    if (required > prefix_max) prefix_max = required;
+    int64_t thr = prefix_max > last_thr ? prefix_max : last_thr + 1; /* monotone defense */
+    if (nseg > 0 && segs[2 * nseg - 2] + segs[2 * nseg - 1] == thr) {
+      segs[2 * nseg - 1]++;
+    } else {
+      segs[2 * nseg] = thr;
+      segs[2 * nseg + 1] = 1;
+      nseg++;
+    }
+    last_thr = thr;
+  }
+  *nseg_out = nseg;
+
+  /* Phase 2: commit every distinct key from the tail to the head. */
+  if (L->ttl_ns > 0) push_epoch(L, L->top + 1, now);
+  uint64_t *const bits = L->bits;
+  int32_t *const fen = L->fen;
+  const uint64_t nsb = L->nsb;
+  uint64_t pos = L->top;
+  uint64_t del_sb = UINT64_MAX, add_sb = UINT64_MAX;
+  int32_t del_n = 0, add_n = 0;
+  for (size_t i = n; i-- > 0;) {
+    if (first[i] != (uint32_t)i) continue;
+    uint32_t old = snap[i];
+    if (old != 0 && old != POS_DEAD) {
+      bits[old >> 6] &= ~(UINT64_C(1) << (old & 63));
+      uint64_t sb = (uint64_t)old >> SB_SHIFT;
+      if (sb != del_sb) {
+        if (del_n) fen_add(fen, nsb, del_sb, -del_n);
+        del_sb = sb;
+        del_n = 0;
+      }
+      del_n++;
+      L->markers--;
+      if (old < wm) L->dead_markers--;
+    }
+    pos++;
+    bits[pos >> 6] |= UINT64_C(1) << (pos & 63);
+    uint64_t sb = pos >> SB_SHIFT;
+    if (sb != add_sb) {
+      if (add_n) fen_add(fen, nsb, add_sb, add_n);
+      add_sb = sb;
+      add_n = 0;
+    }
+    add_n++;
+    L->markers++;
+    map[ref[i] >> 3].pos[ref[i] & 7] = (uint32_t)pos;
+  }
+  if (del_n) fen_add(fen, nsb, del_sb, -del_n);
+  if (add_n) fen_add(fen, nsb, add_sb, add_n);
+  L->top = pos;
+
+  if (should_compact(L)) (void)compact(L); /* an allocation failure just postpones it */
+  return LH_OK;
+}
+
+int lh_lane_process_batch(lh_lane *lane, const int64_t *keys, const int64_t *offsets,
+                          const int64_t *timestamps, size_t n_req, int64_t *segs,
+                          int64_t *seg_offsets, uint8_t *cuts, size_t *n_done, char *err,
+                          size_t errlen) {
+  *n_done = 0;
+  seg_offsets[0] = 0;
+  if (lane->ttl_ns > 0 && timestamps == NULL && n_req > 0) {
+    return lh_fail(err, errlen, LH_EINVAL, "a TTL lane needs timestamps");
+  }
+  int64_t written = 0;
+  for (size_t r = 0; r < n_req; r++) {
+    int64_t lo = offsets[r], hi = offsets[r + 1];
+    if (hi < lo || lo < offsets[0]) {
+      *n_done = r;
+      return lh_fail(err, errlen, LH_EINVAL, "request %zu: offsets are not non-decreasing", r);
+    }
+    size_t nseg = 0;
+    uint8_t cut = LH_CUT_NONE;
+    int st = process_one(lane, keys + lo, (size_t)(hi - lo), timestamps ? timestamps[r] : 0,
+                         segs + 2 * written, &nseg, &cut, err, errlen);
+    if (st != LH_OK) {
+      *n_done = r;
+      return st;
+    }
+    written += (int64_t)nseg;
+    seg_offsets[r + 1] = written;
+    if (cuts != NULL) cuts[r] = cut;
+  }
+  *n_done = n_req;
+  return LH_OK;
+}
+
+void lh_lane_advance_time(lh_lane *lane, int64_t now_ns) {
+  if (lane->ttl_ns <= 0) return;
+  if (lane->has_now && now_ns < lane->now) now_ns = lane->now;
+  lane->now = now_ns;
+  lane->has_now = 1;
+  advance_watermark(lane, now_ns);
+}
+
+void lh_lane_get_stats(const lh_lane *L, lh_lane_stats *s) {
+  s->unique_blocks = L->markers - L->dead_markers;
+  s->tracked_keys = L->map_count;
+  s->positions = L->top;
+  s->map_slots = L->nbuckets * SLOTS;
+  s->epochs = L->ep_len;
+  s->expired_blocks = L->expired_total;
+  s->memory_bytes = sizeof(lh_lane) + (L->nbuckets ? L->nbuckets * sizeof(bucket) + 64 : 0) +
+                    L->pos_cap / 8 + (L->fen ? (L->nsb + 1) * sizeof(int32_t) : 0) +
+                    L->ep_cap * (sizeof(uint64_t) + sizeof(int64_t)) +
+                    L->s_cap * (sizeof(uint64_t) + 2 * sizeof(uint32_t));
+  s->compactions = L->n_compactions;
+  s->requests = L->n_requests;
+  s->accesses = L->n_accesses;
+}
+
+int lh_lane_check(const lh_lane *L, char *err, size_t errlen) {
+  uint64_t entries = 0, with_pos = 0, below_wm = 0;
+  for (uint64_t b = 0; b < L->nbuckets; b++) {
+    const bucket *bk = &L->map[b];
+    int seen_empty = 0;
+    for (int s = 0; s < SLOTS; s++) {
+      uint32_t p = bk->pos[s];
+      if (p == POS_EMPTY) {
+        seen_empty = 1;
+        continue;
+      }
+      if (seen_empty) return lh_fail(err, errlen, LH_EINVAL, "bucket %llu has a hole", (unsigned long long)b);
+      if (p & PENDING) return lh_fail(err, errlen, LH_EINVAL, "pending slot left behind");
+      entries++;
+      if (p == POS_DEAD) continue;
+      if (p > L->top) return lh_fail(err, errlen, LH_EINVAL, "position %u above top", p);
+      if (!(L->bits[p >> 6] >> (p & 63) & 1)) {
+        return lh_fail(err, errlen, LH_EINVAL, "key at position %u has no marker", p);
+      }
+      with_pos++;
+      if (p < L->watermark) below_wm++;
+    }
+  }
+  if (entries != L->map_count) return lh_fail(err, errlen, LH_EINVAL, "map count mismatch");
+  uint64_t bitcount = 0;
+  for (uint64_t w = 0; w < L->pos_cap / 64; w++) bitcount += popcount64(L->bits[w]);
+  if (bitcount != L->markers || with_pos != L->markers) {
+    return lh_fail(err, errlen, LH_EINVAL, "marker count mismatch: bits %llu keys %llu markers %llu",
+                   (unsigned long long)bitcount, (unsigned long long)with_pos,
+                   (unsigned long long)L->markers);
+  }
+  if (below_wm != L->dead_markers) return lh_fail(err, errlen, LH_EINVAL, "dead marker mismatch");
+  uint64_t expect = 0;
+  for (uint64_t sb = 0; sb <= L->nsb && L->pos_cap > 0; sb++) {
+    if (fen_prefix(L->fen, sb) != expect) return lh_fail(err, errlen, LH_EINVAL, "fenwick mismatch");
+    if (sb < L->nsb) {
+      for (int j = 0; j < SB_WORDS; j++) expect += popcount64(L->bits[sb * SB_WORDS + j]);
+    }
+  }
+  for (size_t j = 1; j < L->ep_len; j++) {
+    size_t a = (L->ep_head + j - 1) % L->ep_cap, b = (L->ep_head + j) % L->ep_cap;
+    if (L->ep_start[a] >= L->ep_start[b] || L->ep_ts[a] > L->ep_ts[b]) {
+      return lh_fail(err, errlen, LH_EINVAL, "epochs out of order");
+    }
+  }
+  if (L->watermark > L->top + 1) return lh_fail(err, errlen, LH_EINVAL, "watermark above top");
+  return LH_OK;
+}

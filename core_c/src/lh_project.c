@@ -1,0 +1,26 @@
+/* lh_project.c - projection of RLE hit curves onto capacities. */
+#include "lh_project.h"
+
+uint64_t lh_project_blocks(const int64_t *segs, size_t n_segs, uint64_t capacity_blocks) {
+  uint64_t hits = 0;
+  for (size_t k = 0; k < n_segs; k++) {
+    uint64_t start = (uint64_t)segs[2 * k], run = (uint64_t)segs[2 * k + 1];
+    if (start > capacity_blocks) break;
+    /* Thresholds start .. capacity are hits: capacity - start + 1 of them, at most run. */
+    uint64_t avail = capacity_blocks - start;
+    hits += avail >= run ? run : avail + 1;
+  }
+  return hits;
+}
+
+uint64_t lh_project_infinite(const int64_t *segs, size_t n_segs) {
+  uint64_t hits = 0;
+  for (size_t k = 0; k < n_segs; k++) hits += (uint64_t)segs[2 * k + 1];
+  return hits;
+}
+
+uint64_t lh_project_bytes(const int64_t *segs, size_t n_segs, uint64_t capacity_bytes,
+                          uint64_t block_bytes) {
+  if (block_bytes == 0) return 0;
+  return lh_project_blocks(segs, n_segs, capacity_bytes / block_bytes);
+}

@@ -1,0 +1,255 @@
+/* test_core.c - C-level tests of the LiteHit engine, built and run under AddressSanitizer and
+ * UndefinedBehaviorSanitizer by tests/test_core_sanitized.py. Exit status 0 = all passed.
+ *
+ * Golden numbers from the original tool's tests, plus a randomized comparison against a naive
+ * array LRU that exercises growth, compaction (with and without TTL) and reset. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "litehit.h"
+
+static int failures = 0;
+
+#define CHECK(cond)                                                    \
+  do {                                                                 \
+    if (!(cond)) {                                                     \
+      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
+      failures++;                                                      \
+    }                                                                  \
+  } while (0)
+
+/* Processes one request; returns the number of segments written to segs (room for 2*n). */
+static size_t run1(lh_lane *lane, const int64_t *keys, size_t n, int64_t now, int64_t *segs) {
+  int64_t offsets[2] = {0, (int64_t)n};
+  int64_t seg_offsets[2];
+  uint8_t cut;
+  size_t done = 0;
+  char err[LH_ERR_LEN];
+  int st = lh_lane_process_batch(lane, keys, offsets, &now, 1, segs, seg_offsets, &cut, &done, err,
+                                 sizeof err);
+  CHECK(st == LH_OK);
+  return (size_t)seg_offsets[1];
+}
+
+static int curve_is(const int64_t *segs, size_t nseg, const int64_t *want, size_t nwant) {
+  if (nseg != nwant) return 0;
+  return memcmp(segs, want, nseg * 2 * sizeof(int64_t)) == 0;
+}
+
+static void test_worked_example(void) {
+  lh_lane *lane = NULL;
+  char err[LH_ERR_LEN];
+  CHECK(lh_lane_create(&lane, 0, 0, err, sizeof err) == LH_OK);
+  int64_t r1[] = {1, 2, 3}, r2[] = {1, 2, 4}, r4[] = {1, 5};
+  int64_t segs[16];
+  CHECK(run1(lane, r1, 3, 0, segs) == 0);
+  size_t n = run1(lane, r2, 3, 0, segs);
+  int64_t w2[] = {1, 2};
+  CHECK(curve_is(segs, n, w2, 1));
+  n = run1(lane, r1, 3, 0, segs);
+  int64_t w3[] = {1, 2, 4, 1};
+  CHECK(curve_is(segs, n, w3, 2));
+  CHECK(lh_project_blocks(segs, n, 3) == 2 && lh_project_blocks(segs, n, 4) == 3);
+  CHECK(lh_project_bytes(segs, n, 3072, 1024) == 2 && lh_project_infinite(segs, n) == 3);
+  n = run1(lane, r4, 2, 0, segs);
+  int64_t w4[] = {1, 1};
+  CHECK(curve_is(segs, n, w4, 1));
+  n = run1(lane, r4, 2, 0, segs);
+  int64_t w5[] = {1, 2};
+  CHECK(curve_is(segs, n, w5, 1));
+  CHECK(lh_lane_check(lane, err, sizeof err) == LH_OK);
+  lh_lane_destroy(lane);
+}
+
+static void test_ttl_boundary_and_counts(void) {
+  lh_lane *lane = NULL;
+  char err[LH_ERR_LEN];
+  CHECK(lh_lane_create(&lane, 2000, 0, err, sizeof err) == LH_OK);
+  int64_t r[] = {1, 2, 3}, segs[8];
+  CHECK(run1(lane, r, 3, 1000, segs) == 0);
+  CHECK(run1(lane, r, 3, 2999, segs) == 1 && segs[0] == 1 && segs[1] == 3);
+  CHECK(run1(lane, r, 3, 4999, segs) == 0);
+  lh_lane_stats st;
+  lh_lane_get_stats(lane, &st);
+  CHECK(st.expired_blocks == 3 && st.unique_blocks == 3);
+  lh_lane_advance_time(lane, 6999);
+  lh_lane_get_stats(lane, &st);
+  CHECK(st.unique_blocks == 0 && st.expired_blocks == 6);
+  lh_lane_reset(lane);
+  lh_lane_get_stats(lane, &st);
+  CHECK(st.unique_blocks == 0 && st.expired_blocks == 0 && st.memory_bytes > 0);
+  CHECK(lh_lane_create(NULL, 0, 0, err, sizeof err) == LH_EINVAL);
+  lh_lane *bad = NULL;
+  CHECK(lh_lane_create(&bad, -1, 0, err, sizeof err) == LH_EINVAL && bad == NULL);
+  CHECK(lh_lane_create(&bad, 0, 0x80, err, sizeof err) == LH_EINVAL);
+  lh_lane_destroy(lane);
+  lh_lane_destroy(NULL);
+}
+
+static void test_batch_error_index(void) {
+  lh_lane *lane = NULL;
+  char err[LH_ERR_LEN];
+  CHECK(lh_lane_create(&lane, 0, 0, err, sizeof err) == LH_OK);
+  int64_t keys[] = {1, 2, 3, 4}, offsets[] = {0, 2, 1, 4}, segs[8], seg_offsets[4];
+  size_t done = 99;
+  int st = lh_lane_process_batch(lane, keys, offsets, NULL, 3, segs, seg_offsets, NULL, &done, err,
+                                 sizeof err);
+  CHECK(st == LH_EINVAL && done == 1 && strstr(err, "offsets") != NULL);
+  lh_lane_stats s;
+  lh_lane_get_stats(lane, &s);
+  CHECK(s.unique_blocks == 2 && s.requests == 1);
+  lh_lane_destroy(lane);
+  CHECK(lh_lane_create(&lane, 10, 0, err, sizeof err) == LH_OK);
+  int64_t good[] = {0, 2};
+  CHECK(lh_lane_process_batch(lane, keys, good, NULL, 1, segs, seg_offsets, NULL, &done, err,
+                              sizeof err) == LH_EINVAL);
+  lh_lane_destroy(lane);
+}
+
+static void test_normalize_and_hash(void) {
+  int64_t raw[] = {1, 2, 3, 4}, out[4];
+  lh_prefix_hash_chain(raw, 3, out);
+  CHECK(out[0] == INT64_C(-7046029254386353130) && out[1] == INT64_C(-8366447756632839738) &&
+        out[2] == INT64_C(8024461590772477417));
+  size_t n = 0;
+  int64_t len = 0;
+  char err[LH_ERR_LEN];
+  CHECK(lh_normalize(raw, 4, 16, 8, 4, 1, out, &n, &len, err, sizeof err) == LH_OK);
+  CHECK(n == 2 && len == 16 && out[0] == INT64_C(-8366447756632839738) &&
+        out[1] == INT64_C(527151483457094799));
+  CHECK(lh_normalize(raw, 2, 21, 8, 4, 0, out, &n, &len, err, sizeof err) == LH_EINVAL);
+  CHECK(lh_normalize(raw, 1, 4, 6, 4, 0, out, &n, &len, err, sizeof err) == LH_EINVAL);
+  CHECK(lh_normalize(raw, 1, -1, 4, 0, 0, out, &n, &len, err, sizeof err) == LH_EINVAL);
+  CHECK(lh_normalize(raw, 1, 0, 0, 0, 0, out, &n, &len, err, sizeof err) == LH_EINVAL);
+  CHECK(lh_normalize(raw, 4, 0, INT64_MAX, INT64_MAX / 2, 0, out, &n, &len, err, sizeof err) ==
+        LH_EINVAL);
+  int64_t offsets[] = {0, 2, 4}, lens[] = {8, 3}, ok[4], ooff[3], olen[2];
+  size_t done = 0;
+  CHECK(lh_normalize_batch(raw, offsets, lens, NULL, 2, 4, 0, 0, ok, ooff, olen, &done, err,
+                           sizeof err) == LH_EINVAL &&
+        done == 1);
+  CHECK(strcmp(lh_status_name(LH_EPARSE), "LH_EPARSE") == 0);
+}
+
+/* ---- naive oracle: recency list as an array, MRU first ---------------------------------- */
+
+typedef struct {
+  int64_t *key;
+  int64_t *last;
+  size_t n, cap;
+} naive;
+
+static size_t naive_find(const naive *o, int64_t k) {
+  for (size_t i = 0; i < o->n; i++)
+    if (o->key[i] == k) return i;
+  return (size_t)-1;
+}
+
+static void naive_touch(naive *o, int64_t k, int64_t now) {
+  size_t at = naive_find(o, k);
+  if (at == (size_t)-1) {
+    if (o->n == o->cap) {
+      o->cap = o->cap ? 2 * o->cap : 64;
+      o->key = realloc(o->key, o->cap * sizeof(int64_t));
+      o->last = realloc(o->last, o->cap * sizeof(int64_t));
+    }
+    at = o->n++;
+  }
+  memmove(o->key + 1, o->key, at * sizeof(int64_t));
+  memmove(o->last + 1, o->last, at * sizeof(int64_t));
+  o->key[0] = k;
+  o->last[0] = now;
+}
+
+/* Prefix hits at capacity cap (0 = infinite) on the snapshot. */
+static uint64_t naive_hits(const naive *o, const int64_t *keys, size_t n, uint64_t cap,
+                           int64_t now, int64_t ttl) {
+  uint64_t hits = 0;
+  for (size_t i = 0; i < n; i++) {
+    size_t at = naive_find(o, keys[i]);
+    if (at == (size_t)-1) break;
+    if (ttl > 0 && now - o->last[at] >= ttl) break;
+    if (cap > 0 && at + 1 > cap) break;
+    hits++;
+  }
+  return hits;
+}
+
+static uint64_t rng_state = 88172645463325252ULL;
+static uint64_t rnd(void) {
+  rng_state ^= rng_state << 13;
+  rng_state ^= rng_state >> 7;
+  rng_state ^= rng_state << 17;
+  return rng_state;
+}
+
+static void test_random_against_naive(int64_t ttl, unsigned flags, size_t requests) {
+  lh_lane *lane = NULL;
+  char err[LH_ERR_LEN];
+  CHECK(lh_lane_create(&lane, ttl, flags, err, sizeof err) == LH_OK);
+  naive o = {0};
+  int64_t keys[16], segs[32], now = 0;
+  const uint64_t caps[] = {1, 2, 5, 9, 40};
+  for (size_t r = 0; r < requests; r++) {
+    now += (int64_t)(rnd() % 20);
+    size_t n = (size_t)(rnd() % 9);
+    int64_t prev = 0;
+    for (size_t i = 0; i < n; i++) {
+      prev = lh_prefix_hash_next(prev, (int64_t)(rnd() % 3));
+      keys[i] = prev;
+    }
+    uint64_t want[6];
+    for (int c = 0; c < 5; c++) want[c] = naive_hits(&o, keys, n, caps[c], now, ttl);
+    want[5] = naive_hits(&o, keys, n, 0, now, ttl);
+    size_t nseg = run1(lane, keys, n, now, segs);
+    for (int c = 0; c < 5; c++) CHECK(lh_project_blocks(segs, nseg, caps[c]) == want[c]);
+    CHECK(lh_project_infinite(segs, nseg) == want[5]);
+    for (size_t i = n; i-- > 0;) naive_touch(&o, keys[i], now);
+    if (r % 1000 == 0) CHECK(lh_lane_check(lane, err, sizeof err) == LH_OK);
+    if (r == requests / 2 && flags == 0 && ttl == 0) {
+      lh_lane_reset(lane);
+      o.n = 0;
+    }
+  }
+  lh_lane_stats st;
+  lh_lane_get_stats(lane, &st);
+  CHECK(st.compactions > 0);
+  CHECK(lh_lane_check(lane, err, sizeof err) == LH_OK);
+  free(o.key);
+  free(o.last);
+  lh_lane_destroy(lane);
+}
+
+static void test_large_growth(void) {
+  lh_lane *lane = NULL;
+  char err[LH_ERR_LEN];
+  CHECK(lh_lane_create(&lane, 0, 0, err, sizeof err) == LH_OK);
+  enum { N = 200000 };
+  int64_t *keys = malloc(N * sizeof(int64_t));
+  int64_t *segs = malloc(2 * N * sizeof(int64_t));
+  for (int i = 0; i < N; i++) keys[i] = (int64_t)i * 7919;
+  CHECK(run1(lane, keys, N, 0, segs) == 0);
+  CHECK(run1(lane, keys, N, 0, segs) == 1 && segs[0] == 1 && segs[1] == N);
+  CHECK(lh_lane_check(lane, err, sizeof err) == LH_OK);
+  free(keys);
+  free(segs);
+  lh_lane_destroy(lane);
+}
+
+int main(void) {
+  test_worked_example();
+  test_ttl_boundary_and_counts();
+  test_batch_error_index();
+  test_normalize_and_hash();
+  test_random_against_naive(0, 0, 20000);
+  test_random_against_naive(60, 0, 20000);
+  test_random_against_naive(60, LH_LANE_KEEP_EXPIRED, 20000);
+  test_large_growth();
+  if (failures) {
+    fprintf(stderr, "%d check(s) failed\n", failures);
+    return 1;
+  }
+  printf("all C core tests passed\n");
+  return 0;
+}
