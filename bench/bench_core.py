@@ -20,9 +20,7 @@ import core_c
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--accesses", type=int, default=20_000_000)
     parser.add_argument("--chunk-requests", type=int, default=20_000, help="requests per batch call")
     parser.add_argument("--ttl-seconds", type=int, default=0)
@@ -55,8 +53,7 @@ def main() -> None:
     peak_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     per_block = stats.memory_bytes / max(stats.unique_blocks, 1)
     print(
-        f"core: {best:.3f} s for {len(trace.keys):,} accesses = {rate / 1e6:.2f} M accesses/s"
-        f" (best of {args.repeat})"
+        f"core: {best:.3f} s for {len(trace.keys):,} accesses = {rate / 1e6:.2f} M accesses/s (best of {args.repeat})"
     )
     print(
         f"state: {stats.memory_bytes / 2**20:.1f} MiB for {stats.unique_blocks:,} unique blocks = "

@@ -58,3 +58,50 @@ uint64_t lh_project_blocks(const int64_t *segs, size_t n_segs, uint64_t capacity
 uint64_t lh_project_infinite(const int64_t *segs, size_t n_segs);
 uint64_t lh_project_bytes(const int64_t *segs, size_t n_segs, uint64_t capacity_bytes,
                           uint64_t block_bytes);
+
+/* lh_trace_scan.h */
+#define LH_FMT_STANDARD 1
+#define LH_FMT_MOONCAKE 2
+#define LH_FMT_QWEN 3
+#define LH_FMT_PUBLISHER 4
+#define LH_ROW_READ 1
+#define LH_ROW_WRITE 2
+typedef struct lh_scan lh_scan;
+typedef struct lh_scan_result {
+  size_t n_rows;
+  const int64_t *line;
+  const uint8_t *kind;
+  const int64_t *timestamp;
+  const int64_t *input_len;
+  const int64_t *key_offsets;
+  const int64_t *keys;
+  size_t n_keys;
+  const int64_t *id_offsets;
+  const char *ids;
+  const int32_t *instance;
+  size_t n_instances;
+  const int64_t *instance_offsets;
+  const char *instance_names;
+  const int32_t *label;
+  const int64_t *turn;
+  size_t n_labels;
+  const int64_t *label_offsets;
+  const char *label_names;
+  int64_t error_line;
+  size_t lines;
+} lh_scan_result;
+int lh_scan_create(lh_scan **out, char *err, size_t errlen);
+void lh_scan_destroy(lh_scan *scan);
+int lh_scan_chunk(lh_scan *scan, int format, const char *buf, size_t len, int64_t first_line,
+                  int64_t trace_block_size, lh_scan_result *result, char *err, size_t errlen);
+
+/* lh_facts.h */
+size_t lh_facts_render_bound(const int64_t *id_offsets, const int64_t *lane_id_offsets,
+                             const int64_t *out_src, const int32_t *out_lane, const int64_t *out_seg_lo,
+                             const int64_t *out_seg_hi, size_t n_out, int extended);
+int lh_facts_render(const char *ids, const int64_t *id_offsets, const int64_t *timestamps,
+                    const char *lane_ids, const int64_t *lane_id_offsets, const int64_t *lane_block_size,
+                    const int64_t *lane_block_bytes, const int64_t *out_src, const int32_t *out_lane,
+                    const int64_t *input_lens, const int64_t *out_seg_lo, const int64_t *out_seg_hi,
+                    const int64_t *segs, int extended, const int64_t *blocks, const uint8_t *cuts,
+                    size_t n_out, char *buf, size_t cap, size_t *written, char *err, size_t errlen);

@@ -3,9 +3,11 @@
 #define LITEHIT_H
 
 #include "lh_common.h"
+#include "lh_facts.h"
 #include "lh_lane.h"
 #include "lh_normalize.h"
 #include "lh_prefix_hash.h"
 #include "lh_project.h"
+#include "lh_trace_scan.h"
 
 #endif

@@ -1,0 +1,73 @@
+/* lh_trace_scan.h - strict JSONL trace scanner: text rows -> flat, validated columns.
+ *
+ * One call scans a buffer of whole lines (a chunk of a trace file) in one of the supported row
+ * formats and appends one record per read or write row to columnar arrays owned by the scanner:
+ * timestamps in ns, input lengths, block keys (flat + offsets), trace ids (flat bytes + offsets)
+ * and the row's instance (an index into the chunk's table of distinct instance names).
+ * Blank lines (only spaces, tabs, CR) are skipped. Every row must be one JSON object (RFC 8259,
+ * UTF-8); the first malformed row stops the scan with LH_EPARSE, its 1-based line number in
+ * result->error_line and the reason in err; the records before it remain valid.
+ *
+ * Formats (see the trace reader docs for the full field rules):
+ *   LH_FMT_STANDARD   {"type","instance_id","trace_id","timestamp_ns","keys","input_len",...}
+ *   LH_FMT_MOONCAKE   {"timestamp" ms, "input_length", "hash_ids"}; keys = hash_ids[: len // bs],
+ *                     trace id = line number
+ *   LH_FMT_QWEN       {"chat_id","timestamp" s (float),"input_length","hash_ids","type","turn"};
+ *                     keys = hash_ids[: len // bs], trace id = chat_id
+ *   LH_FMT_PUBLISHER  cache-manager event log: GetCacheLocation = read, StartWriteCache = write,
+ *                     trigger_time_us, source = instance, id = trace id; length derived later
+ */
+#ifndef LH_TRACE_SCAN_H
+#define LH_TRACE_SCAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define LH_FMT_STANDARD 1
+#define LH_FMT_MOONCAKE 2
+#define LH_FMT_QWEN 3
+#define LH_FMT_PUBLISHER 4
+
+#define LH_ROW_READ 1
+#define LH_ROW_WRITE 2
+
+typedef struct lh_scan lh_scan;
+
+/* Columns of the records of the last scan. Pointers stay valid until the next lh_scan_chunk or
+ * lh_scan_destroy on the same scanner. */
+typedef struct lh_scan_result {
+  size_t n_rows;
+  const int64_t *line;        /* 1-based line number of each record */
+  const uint8_t *kind;        /* LH_ROW_READ or LH_ROW_WRITE */
+  const int64_t *timestamp;   /* ns */
+  const int64_t *input_len;   /* tokens as given; 0 = missing (derived at normalization) */
+  const int64_t *key_offsets; /* n_rows + 1; write rows carry no keys */
+  const int64_t *keys;
+  size_t n_keys;
+  const int64_t *id_offsets; /* n_rows + 1 into ids */
+  const char *ids;
+  const int32_t *instance; /* index into the instance table, -1 when the format has none */
+  size_t n_instances;
+  const int64_t *instance_offsets; /* n_instances + 1 into instance_names */
+  const char *instance_names;
+  const int32_t *label; /* qwen "type": index into the label table, -1 when absent */
+  const int64_t *turn;  /* qwen "turn", 0 when absent */
+  size_t n_labels;
+  const int64_t *label_offsets;
+  const char *label_names;
+  int64_t error_line; /* line of the malformed row, 0 when the scan succeeded */
+  size_t lines;       /* lines consumed (including blank ones and the failing one) */
+} lh_scan_result;
+
+/* Creates a scanner (owns growable output buffers). Release with lh_scan_destroy. */
+int lh_scan_create(lh_scan **out, char *err, size_t errlen);
+void lh_scan_destroy(lh_scan *scan);
+
+/* Scans buf[0..len) whose first line has number first_line. The last line needs no '\n'.
+ * trace_block_size (> 0) is the trace's tokens per block (mooncake/qwen key truncation).
+ * Returns LH_OK, LH_EPARSE (malformed row; see result->error_line), LH_EINVAL (bad format or
+ * block size) or LH_ENOMEM. result is filled in every case. */
+int lh_scan_chunk(lh_scan *scan, int format, const char *buf, size_t len, int64_t first_line,
+                  int64_t trace_block_size, lh_scan_result *result, char *err, size_t errlen);
+
+#endif

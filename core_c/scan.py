@@ -1,0 +1,163 @@
+"""Binding of the C JSONL trace scanner (lh_trace_scan.h) and the facts renderer (lh_facts.h)."""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from core_c._arrays import Int64Array, ptr
+from core_c._core import ffi, lib
+from core_c.errors import new_error_buffer, raise_for_status
+
+__all__ = [
+    "FORMAT_CODES",
+    "ROW_READ",
+    "ROW_WRITE",
+    "ScanResult",
+    "TraceScanner",
+    "render_facts",
+]
+
+FORMAT_CODES = {
+    "standard": int(lib.LH_FMT_STANDARD),
+    "mooncake": int(lib.LH_FMT_MOONCAKE),
+    "qwen_bailian": int(lib.LH_FMT_QWEN),
+    "publisher_log": int(lib.LH_FMT_PUBLISHER),
+}
+ROW_READ = int(lib.LH_ROW_READ)
+ROW_WRITE = int(lib.LH_ROW_WRITE)
+
+
+@dataclass(frozen=True, slots=True)
+class ScanResult:
+    """Columns of the rows scanned from one chunk (copies owned by Python)."""
+
+    line: Int64Array
+    kind: npt.NDArray[np.uint8]
+    timestamp: Int64Array
+    input_len: Int64Array
+    key_offsets: Int64Array
+    keys: Int64Array
+    id_offsets: Int64Array
+    ids: bytes
+    instance: npt.NDArray[np.int32]
+    instance_names: list[str]
+    label: npt.NDArray[np.int32]
+    turn: Int64Array
+    label_names: list[str]
+    lines: int  # lines consumed, including blank ones and a failing one
+    error_line: int  # 0 when the whole chunk was valid
+    error: str  # the reason when error_line > 0
+
+
+def _array(pointer: Any, count: int, dtype: Any) -> Any:
+    if count == 0:
+        return np.empty(0, dtype=dtype)
+    return np.frombuffer(ffi.buffer(pointer, count * np.dtype(dtype).itemsize), dtype=dtype).copy()
+
+
+def _names(offsets: Any, data: Any, count: int) -> list[str]:
+    if count == 0:
+        return []
+    offs = _array(offsets, count + 1, np.int64)
+    raw = bytes(ffi.buffer(data, int(offs[-1]))) if offs[-1] else b""
+    return [raw[offs[i] : offs[i + 1]].decode("utf-8") for i in range(count)]
+
+
+class TraceScanner:
+    """A reusable scanner. Not thread-safe: give each thread its own."""
+
+    def __init__(self) -> None:
+        out = ffi.new("lh_scan **")
+        err = new_error_buffer()
+        raise_for_status(lib.lh_scan_create(out, err, lib.LH_ERR_LEN), err)
+        self._ptr: Any = out[0]
+        self._finalizer = weakref.finalize(self, lib.lh_scan_destroy, self._ptr)
+        self._result = ffi.new("lh_scan_result *")
+
+    def close(self) -> None:
+        self._finalizer()
+
+    def scan(self, fmt: str, data: bytes, first_line: int, trace_block_size: int) -> ScanResult:
+        """Scans whole lines in ``data``; a malformed row ends the scan (see ScanResult.error)."""
+        if not self._finalizer.alive:
+            raise ValueError("operation on a closed TraceScanner")
+        err = new_error_buffer()
+        res = self._result
+        status = lib.lh_scan_chunk(
+            self._ptr, FORMAT_CODES[fmt], ffi.from_buffer(data), len(data), first_line, trace_block_size,
+            res, err, lib.LH_ERR_LEN,
+        )  # fmt: skip
+        message = ""
+        if status != lib.LH_OK:
+            if status != lib.LH_EPARSE:
+                raise_for_status(status, err)
+            message = ffi.string(err).decode("utf-8", "replace")
+        n = int(res.n_rows)
+        return ScanResult(
+            line=_array(res.line, n, np.int64),
+            kind=_array(res.kind, n, np.uint8),
+            timestamp=_array(res.timestamp, n, np.int64),
+            input_len=_array(res.input_len, n, np.int64),
+            key_offsets=_array(res.key_offsets, n + 1, np.int64),
+            keys=_array(res.keys, int(res.n_keys), np.int64),
+            id_offsets=_array(res.id_offsets, n + 1, np.int64),
+            ids=bytes(ffi.buffer(res.ids, int(_array(res.id_offsets, n + 1, np.int64)[-1]))) if n else b"",
+            instance=_array(res.instance, n, np.int32),
+            instance_names=_names(res.instance_offsets, res.instance_names, int(res.n_instances)),
+            label=_array(res.label, n, np.int32),
+            turn=_array(res.turn, n, np.int64),
+            label_names=_names(res.label_offsets, res.label_names, int(res.n_labels)),
+            lines=int(res.lines),
+            error_line=int(res.error_line),
+            error=message,
+        )
+
+
+def render_facts(
+    *,
+    ids: bytes,
+    id_offsets: Int64Array,
+    timestamps: Int64Array,
+    lane_ids: bytes,
+    lane_id_offsets: Int64Array,
+    lane_block_size: Int64Array,
+    lane_block_bytes: Int64Array,
+    out_src: Int64Array,
+    out_lane: npt.NDArray[np.int32],
+    input_lens: Int64Array,
+    out_seg_lo: Int64Array,
+    out_seg_hi: Int64Array,
+    segments: Int64Array,
+    blocks: Int64Array | None = None,
+    cuts: npt.NDArray[np.uint8] | None = None,
+) -> bytes:
+    """Facts CSV rows (no header) for output rows (out_src[k], out_lane[k]); see lh_facts.h."""
+    n = len(out_src)
+    if n == 0:
+        return b""
+    blocks_ptr = cuts_ptr = ffi.NULL
+    extended = blocks is not None and cuts is not None
+    if blocks is not None and cuts is not None:
+        blocks_ptr, cuts_ptr = ptr("int64_t[]", blocks), ptr("uint8_t[]", cuts)
+    args_idx = (ptr("int64_t[]", id_offsets), ptr("int64_t[]", lane_id_offsets), ptr("int64_t[]", out_src),
+                ptr("int32_t[]", out_lane), ptr("int64_t[]", out_seg_lo), ptr("int64_t[]", out_seg_hi))  # fmt: skip
+    cap = int(lib.lh_facts_render_bound(*args_idx, n, int(extended)))
+    buf = bytearray(cap)
+    written = ffi.new("size_t *")
+    err = new_error_buffer()
+    segs = np.ascontiguousarray(segments, dtype=np.int64).reshape(-1)
+    status = lib.lh_facts_render(
+        ffi.from_buffer(ids) if ids else ffi.NULL, args_idx[0], ptr("int64_t[]", timestamps),
+        ffi.from_buffer(lane_ids), args_idx[1], ptr("int64_t[]", lane_block_size),
+        ptr("int64_t[]", lane_block_bytes), args_idx[2], args_idx[3], ptr("int64_t[]", input_lens),
+        args_idx[4], args_idx[5], ptr("int64_t[]", segs) if len(segs) else ffi.NULL, int(extended),
+        blocks_ptr, cuts_ptr,
+        n, ffi.from_buffer(buf), cap, written, err, lib.LH_ERR_LEN,
+    )  # fmt: skip
+    raise_for_status(status, err)
+    return bytes(memoryview(buf)[: written[0]])

@@ -1,0 +1,1 @@
+"""The offline replay: trace -> lanes -> facts CSV, published atomically."""

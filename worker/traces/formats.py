@@ -1,0 +1,52 @@
+"""Trace format detection from the first non-blank row (decision 2)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from worker.errors import TraceError
+from worker.spec import TraceFormat
+from worker.traces.source import open_trace
+
+__all__ = ["detect_format", "format_from_row"]
+
+
+def format_from_row(row: object) -> TraceFormat | None:
+    """The format a parsed JSON row belongs to, or None when it matches none."""
+    if not isinstance(row, dict):
+        return None
+    if "hash_ids" in row:
+        return TraceFormat.QWEN_BAILIAN if "chat_id" in row else TraceFormat.MOONCAKE
+    if "trigger_time_us" in row and "source" in row:
+        return TraceFormat.PUBLISHER_LOG
+    if "type" in row and "instance_id" in row:
+        return TraceFormat.STANDARD
+    return None
+
+
+def detect_format(path: str | Path) -> TraceFormat | None:
+    """Reads the first non-blank row of a trace and names its format (None: no rows at all);
+    a row of no known format fails clearly."""
+    with open_trace(path) as stream:
+        for number, raw in enumerate(stream, start=1):
+            text = raw.strip()
+            if number == 1 and text.startswith(b"\xef\xbb\xbf"):
+                text = text[3:].strip()
+            if not text:
+                continue
+            try:
+                row = json.loads(text)
+            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+                raise TraceError(str(path), number, f"cannot detect the trace format: invalid JSON ({exc})") from None
+            fmt = format_from_row(row)
+            if fmt is None:
+                keys = sorted(row)[:8] if isinstance(row, dict) else type(row).__name__
+                raise TraceError(
+                    str(path),
+                    number,
+                    f"cannot detect the trace format from this row (fields {keys}); "
+                    f"set trace_format to one of {', '.join(f.value for f in TraceFormat)}",
+                )
+            return fmt
+    return None
