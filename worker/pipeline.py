@@ -27,7 +27,8 @@ def ordered_map(fn: Callable[[T], R], items: Iterable[T], workers: int, ahead: i
         try:
             for item in items:
                 pending.append(pool.submit(fn, item))
-                if len(pending) >= limit:
+                # Hand over finished results at once: the next item may take long to arrive.
+                while pending and (len(pending) >= limit or pending[0].done()):
                     yield pending.popleft().result()
             while pending:
                 yield pending.popleft().result()

@@ -190,7 +190,12 @@ def parse_replay_spec(data: Any) -> ReplaySpec:
     try:
         spec = ReplaySpec.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError([ConfigIssue(_loc_path(e["loc"]), e.get("input"), e["msg"]) for e in exc.errors()]) from None
+        raise ConfigError(
+            [
+                ConfigIssue(_loc_path(e["loc"]), e.get("input"), e["msg"].removeprefix("Value error, "))
+                for e in exc.errors()
+            ]
+        ) from None
     issues = check_replay_spec(spec)
     if issues:
         raise ConfigError(issues)

@@ -71,6 +71,10 @@ def add_parser(sub: Any) -> None:
 
 
 def _is_config(path: Path) -> bool:
+    """A config is a regular file holding one JSON object with config fields (a trace is JSONL,
+    possibly compressed, possibly a pipe that must not be read here)."""
+    if not path.is_file():
+        return False
     try:
         with path.open("rb") as f:
             head = f.read(1 << 20)
@@ -125,7 +129,7 @@ def shorthand_config(args: argparse.Namespace) -> dict[str, Any]:
 
 def _run(args: argparse.Namespace) -> int:
     source = Path(args.source)
-    if _is_config(source):
+    if not args.format and _is_config(source):
         shorthand = [
             o for o in ("format", "block_size", "block_sizes", "block_bytes", "prefix_hash") if getattr(args, o)
         ]

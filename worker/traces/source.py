@@ -8,33 +8,59 @@ import io
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO, cast
 
 import zstandard
 
 from worker.errors import TraceError
 
-__all__ = ["CHUNK_BYTES", "TextChunk", "iter_text_chunks", "open_trace"]
+__all__ = ["CHUNK_BYTES", "TextChunk", "bytes_consumed", "iter_text_chunks", "open_trace"]
 
 CHUNK_BYTES = 4 << 20
 GZIP_MAGIC = b"\x1f\x8b"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
 
+class _CountingFile(io.FileIO):
+    """A file that counts the bytes read from disk (progress of compressed traces too)."""
+
+    consumed = 0
+
+    def readinto(self, buffer: Any) -> int | None:
+        n = super().readinto(buffer)
+        self.consumed += n or 0
+        return n
+
+
+class _Reader(io.BufferedReader):
+    source: _CountingFile
+
+
 def open_trace(path: str | Path) -> BinaryIO:
-    """Opens a trace for binary reading, decompressing gzip or zstd transparently."""
+    """Opens a trace for binary reading, decompressing gzip or zstd transparently (detected from
+    the magic bytes, so pipes and FIFOs work too: nothing is seeked)."""
     try:
-        raw = open(path, "rb")  # noqa: SIM115 - returned to the caller
+        source = _CountingFile(path, "rb")
     except OSError as exc:
         raise TraceError(str(path), 0, f"cannot open trace: {exc.strerror or exc}") from None
-    magic = raw.read(4)
-    raw.seek(0)
+    raw = _Reader(source, buffer_size=1 << 20)
+    raw.source = source
+    magic = raw.peek(4)[:4]
     if magic.startswith(GZIP_MAGIC):
-        return gzip.GzipFile(fileobj=raw, mode="rb")
-    if magic.startswith(ZSTD_MAGIC):
+        stream: Any = _Reader(cast(Any, gzip.GzipFile(fileobj=raw, mode="rb")), buffer_size=1 << 20)
+    elif magic.startswith(ZSTD_MAGIC):
         reader = zstandard.ZstdDecompressor().stream_reader(raw, closefd=True, read_across_frames=True)
-        return io.BufferedReader(reader)  # type: ignore[arg-type]
-    return raw
+        stream = _Reader(cast(Any, reader), buffer_size=1 << 20)
+    else:
+        return cast(BinaryIO, raw)
+    stream.source = source
+    return cast(BinaryIO, stream)
+
+
+def bytes_consumed(stream: BinaryIO) -> int:
+    """Bytes of the file on disk read so far by a stream from open_trace."""
+    source = getattr(stream, "source", None)
+    return source.consumed if isinstance(source, _CountingFile) else 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,7 +77,6 @@ def iter_text_chunks(stream: BinaryIO, path: str, chunk_bytes: int = CHUNK_BYTES
     line = 1
     index = 0
     first = True
-    raw = getattr(stream, "fileobj", None) or getattr(stream, "raw", None) or stream
     while True:
         try:
             block = stream.read(chunk_bytes)
@@ -63,7 +88,7 @@ def iter_text_chunks(stream: BinaryIO, path: str, chunk_bytes: int = CHUNK_BYTES
             first = False
         if not block:
             if carry:
-                yield TextChunk(carry, line, index, _tell(raw))
+                yield TextChunk(carry, line, index, bytes_consumed(stream))
             return
         data = carry + block
         cut = data.rfind(b"\n")
@@ -72,13 +97,6 @@ def iter_text_chunks(stream: BinaryIO, path: str, chunk_bytes: int = CHUNK_BYTES
             continue
         carry = data[cut + 1 :]
         body = data[: cut + 1]
-        yield TextChunk(body, line, index, _tell(raw))
+        yield TextChunk(body, line, index, bytes_consumed(stream))
         index += 1
         line += body.count(b"\n")
-
-
-def _tell(raw: object) -> int:
-    try:
-        return int(raw.tell())  # type: ignore[attr-defined]
-    except (OSError, AttributeError, ValueError):
-        return 0

@@ -1,0 +1,65 @@
+"""Builders shared by the replay, query and service tests."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+from typing import Any
+
+FACTS_HEADER = "trace_id,instance_id,timestamp_ns,input_token_len,block_size_tokens,block_bytes,hit_curve"
+
+
+def instance(
+    instance_id: str, block_size: int = 4, *, group: str = "g1", sizes: tuple[int, ...] = (8192, 8192)
+) -> dict[str, Any]:
+    """An instance like the original runner tests: specs tp0, tp1 of 8192 bytes (block_bytes 16384)."""
+    names = [f"tp{i}" for i in range(len(sizes))]
+    return {
+        "instance_group_name": group,
+        "instance_id": instance_id,
+        "block_size": block_size,
+        "linear_step": 0,
+        "location_spec_infos": [{"name": n, "size": s} for n, s in zip(names, sizes, strict=True)],
+        "location_spec_groups": [{"name": "full", "spec_names": names}],
+        "optimizer_state_info": {"full_location_spec_group_name": "full", "linear_location_spec_group_name": ""},
+    }
+
+
+def group(name: str = "g1", ttl_seconds: int = 0, **extra: Any) -> dict[str, Any]:
+    return {"name": name, "capacity_gb": [1.0], "eviction_policy": "lru", "ttl_seconds": ttl_seconds, **extra}
+
+
+def config(trace: Path, out: Path, *, instances: list[dict[str, Any]] | None = None,
+           groups: list[dict[str, Any]] | None = None, block_size: int = 4, **extra: Any) -> dict[str, Any]:  # fmt: skip
+    return {
+        "trace_file_path": str(trace),
+        "output_result_path": str(out),
+        "block_size": block_size,
+        "instance_groups": groups if groups is not None else [group()],
+        "instances": instances if instances is not None else [instance("i1")],
+        **extra,
+    }
+
+
+def request(
+    trace_id: str, ts: int, keys: list[int], length: int, inst: str = "i1", kind: str = "request"
+) -> dict[str, Any]:
+    return {
+        "type": kind,
+        "instance_id": inst,
+        "trace_id": trace_id,
+        "timestamp_ns": ts,
+        "keys": keys,
+        "input_len": length,
+    }
+
+
+def write_rows(path: Path, rows: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def read_facts(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="") as f:
+        return list(csv.DictReader(f))

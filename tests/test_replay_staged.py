@@ -1,0 +1,90 @@
+"""The staged pipeline (parse once -> one task per lane -> merge) publishes the same bytes as
+the in-process runner, and fails the same way."""
+
+from __future__ import annotations
+
+import random
+import shutil
+from pathlib import Path
+
+import pytest
+from helpers import config, group, instance, request, write_rows
+
+import core_c
+from worker.errors import ReplayError
+from worker.replay.runner import FACTS_FILE, run_replay
+from worker.replay.staged import lane_output, lane_stage, merge_stage, parse_stage
+from worker.spec import parse_replay_spec
+
+
+def staged(spec_data: dict, workdir: Path, order: list[int] | None = None) -> bytes:
+    spec = parse_replay_spec(spec_data)
+    manifest = parse_stage(spec, workdir, chunk_bytes=64 << 10)
+    lanes = order if order is not None else list(range(len(spec.instances)))
+    stats = [lane_stage(spec, workdir, i) for i in lanes]
+    result = merge_stage(spec, workdir, lanes=stats)
+    assert result.reads == manifest.reads
+    return (Path(spec.output_result_path) / FACTS_FILE).read_bytes()
+
+
+def in_process(spec_data: dict) -> bytes:
+    spec = parse_replay_spec(spec_data)
+    run_replay(spec)
+    return (Path(spec.output_result_path) / FACTS_FILE).read_bytes()
+
+
+def test_staged_equals_in_process_on_mooncake_with_fanout_and_ttl(data_dir: Path, tmp_path: Path) -> None:
+    for sub in ("a", "b"):
+        (tmp_path / sub).mkdir()
+    lanes = [instance("b512", 512, group="g0"), instance("b1024", 1024, group="g0"), instance("t60", 512, group="g60")]
+    base = dict(groups=[group("g0"), group("g60", 60)], instances=lanes, block_size=512, fanout_all_instances=True,
+                facts_format="extended")  # fmt: skip
+    trace = data_dir / "conversation_trace.jsonl"
+    want = in_process(config(trace, tmp_path / "a", **base))
+    assert staged(config(trace, tmp_path / "b", **base), tmp_path / "work", order=[2, 0, 1]) == want
+
+
+def test_staged_equals_in_process_with_trace_routing(tmp_path: Path) -> None:
+    rng = random.Random(2)
+    rows = []
+    for i in range(3000):
+        raw = [rng.randrange(3) for _ in range(rng.randint(0, 6))]
+        inst = rng.choice(["a", "b", "c"])
+        if rng.random() < 0.2:
+            rows.append({"type": "write", "instance_id": inst, "timestamp_ns": i + 1, "keys": [1]})
+        else:
+            rows.append(request(f"r{i}", i + 1, [int(k) for k in core_c.prefix_hash(raw)], 4 * len(raw) + 1, inst=inst))
+    trace = write_rows(tmp_path / "t.jsonl", rows)
+    for sub in ("x", "y"):
+        (tmp_path / sub).mkdir()
+    lanes = [instance("a"), instance("b", 8), instance("c")]
+    want = in_process(config(trace, tmp_path / "x", instances=lanes))
+    assert staged(config(trace, tmp_path / "y", instances=lanes), tmp_path / "work") == want
+
+
+def test_parse_stage_fails_fast_and_writes_nothing(tmp_path: Path) -> None:
+    trace = write_rows(tmp_path / "t.jsonl", [request("r1", 5, [1], 4), request("r2", 4, [1], 4)])
+    spec = parse_replay_spec(config(trace, tmp_path))
+    with pytest.raises(ReplayError, match=r"not sorted by timestamp_ns at trace_id\[r2\]"):
+        parse_stage(spec, tmp_path / "work")
+    assert sorted(p.name for p in (tmp_path / "work").iterdir()) == []
+
+
+def test_merge_without_lane_outputs_fails_clearly(tmp_path: Path) -> None:
+    trace = write_rows(tmp_path / "t.jsonl", [request("r1", 5, [1], 4)])
+    spec = parse_replay_spec(config(trace, tmp_path))
+    parse_stage(spec, tmp_path / "work")
+    with pytest.raises(ReplayError, match="missing or unreadable"):
+        merge_stage(spec, tmp_path / "work")
+    assert not (tmp_path / FACTS_FILE).exists()
+
+
+def test_a_lane_stage_rerun_gives_the_same_bytes(tmp_path: Path) -> None:
+    trace = write_rows(tmp_path / "t.jsonl", [request(f"r{i}", i + 1, [1, 2], 8) for i in range(50)])
+    spec = parse_replay_spec(config(trace, tmp_path))
+    parse_stage(spec, tmp_path / "work")
+    lane_stage(spec, tmp_path / "work", 0)
+    first = lane_output(tmp_path / "work", 0).read_bytes()
+    shutil.copy(lane_output(tmp_path / "work", 0), tmp_path / "copy")
+    lane_stage(spec, tmp_path / "work", 0)
+    assert lane_output(tmp_path / "work", 0).read_bytes() == first

@@ -1,0 +1,184 @@
+"""The replay spec accepts the original config as is, with its defaults and rejections; every
+error names the field path and the bad value."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers import config, group, instance
+
+from worker.errors import ConfigError
+from worker.spec import TraceFormat, load_replay_config, parse_replay_spec
+
+EXAMPLE = {  # ORIGINAL_LITEHIT.md §2.5
+    "trace_file_path": "/data/trace.jsonl",
+    "output_result_path": "/data/out",
+    "block_size": 16,
+    "fanout_all_instances": True,
+    "pipeline_worker_count": 4,
+    "instance_groups": [
+        {"name": "g1", "capacity_gb": [1.0], "eviction_policy": "lru", "ttl_seconds": 0, "enable_prefix_hash": False}
+    ],
+    "instances": [
+        {"instance_group_name": "g1", "instance_id": "bs16", "block_size": 16, "linear_step": 0,
+         "location_spec_infos": [{"name": "tp0", "size": 8192}, {"name": "tp1", "size": 8192}],
+         "location_spec_groups": [{"name": "full", "spec_names": ["tp0", "tp1"]}],
+         "optimizer_state_info": {"full_location_spec_group_name": "full", "linear_location_spec_group_name": ""}},
+        {"instance_group_name": "g1", "instance_id": "bs64", "block_size": 64, "linear_step": 0,
+         "location_spec_infos": [{"name": "tp0", "size": 32768}],
+         "location_spec_groups": [{"name": "full", "spec_names": ["tp0"]}],
+         "optimizer_state_info": {"full_location_spec_group_name": "full"}},
+    ],
+}  # fmt: skip
+
+
+def issues(data: Any) -> list[tuple[str, str]]:
+    with pytest.raises(ConfigError) as info:
+        parse_replay_spec(data)
+    return [(i.path, i.message) for i in info.value.issues]
+
+
+def base() -> dict[str, Any]:
+    return config(Path("/t.jsonl"), Path("/out"))
+
+
+def test_accepts_the_original_example_config() -> None:
+    spec = parse_replay_spec(EXAMPLE)
+    assert spec.block_size == 16 and spec.workers == 4 and spec.fanout_all_instances
+    assert [i.block_bytes for i in spec.instances] == [16384, 32768]
+    assert spec.trace_format is None and spec.facts_format == "standard"
+
+
+def test_defaults_of_a_minimal_config() -> None:
+    spec = parse_replay_spec(
+        {
+            "trace_file_path": "t",
+            "output_result_path": "o",
+            "instance_groups": [{"name": "g"}],
+            "instances": [{**instance("i", 256, group="g")}],
+        }
+    )
+    assert spec.block_size == 256
+    assert spec.override_instance_id == "" and not spec.fanout_all_instances
+    g = spec.instance_groups[0]
+    assert (g.eviction_policy, g.ttl_seconds, g.shared_group_quota, g.capacity_gb) == ("lru", 0, False, [])
+    assert g.prefix_hash_for(TraceFormat.STANDARD) is False
+    assert g.prefix_hash_for(TraceFormat.QWEN_BAILIAN) is True  # decision 1: qwen defaults on
+    explicit = parse_replay_spec({**spec.model_dump(), "instance_groups": [{"name": "g", "enable_prefix_hash": False}]})
+    assert explicit.instance_groups[0].prefix_hash_for(TraceFormat.QWEN_BAILIAN) is False
+
+
+@pytest.mark.parametrize("workers", [0, -3])
+def test_pipeline_worker_count_below_one_is_clamped(workers: int) -> None:
+    assert parse_replay_spec({**base(), "pipeline_worker_count": workers}).workers == 1
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("block_size", -1, "integer out of range"),
+        ("block_size", "256", "expected an integer"),
+        ("block_size", 25.5, "a double must be lossless"),
+        ("block_size", True, "expected an integer"),
+        ("fanout_all_instances", "yes", "Input should be a valid boolean"),
+        ("trace_file_path", 5, "Input should be a valid string"),
+        ("trace_format", "csv", "Input should be 'standard'"),
+    ],
+)
+def test_wrong_json_types_fail_with_path_and_value(field: str, value: Any, message: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_replay_spec({**base(), field: value})
+    (issue,) = info.value.issues
+    assert issue.path == field and issue.value == value and message in issue.message
+    assert f"{field}: " in str(info.value) and repr(value) in str(info.value)
+
+
+def test_lossless_double_is_accepted() -> None:
+    assert parse_replay_spec({**base(), "block_size": 4.0}).block_size == 4
+
+
+def test_nested_paths_are_named() -> None:
+    data = base()
+    data["instances"][0]["location_spec_infos"][1]["size"] = "big"
+    assert issues(data) == [("instances[0].location_spec_infos[1].size", "expected an integer")]
+
+
+@pytest.mark.parametrize(
+    ("change", "path", "message"),
+    [
+        ({"trace_file_path": ""}, "trace_file_path", "lite_hit config: trace_file_path must not be empty"),
+        ({"output_result_path": ""}, "output_result_path", "lite_hit config: output_result_path must not be empty"),
+        ({"instance_groups": []}, "instance_groups", "lite_hit config: instance_groups must not be empty"),
+        ({"instances": []}, "instances", "lite_hit config: instances must not be empty"),
+        ({"fanout_all_instances": True, "override_instance_id": "i1"}, "fanout_all_instances",
+         "lite_hit config: fanout_all_instances and override_instance_id are mutually exclusive"),
+        ({"block_size": 0}, "block_size", "lite_hit config: block_size (trace granularity) must be positive"),
+        ({"override_instance_id": "x"}, "override_instance_id",
+         "override_instance_id[x] has no matching configured instance"),
+        ({"instance_groups": [group(), group()]}, "instance_groups[1].name",
+         "CreateInstanceGroup[g1] failed: duplicate group name"),
+        ({"instance_groups": [group(eviction_policy="fifo")]}, "instance_groups[0].eviction_policy",
+         'eviction_policy must be "lru"'),
+        ({"instance_groups": [group(shared_group_quota=True)]}, "instance_groups[0].shared_group_quota",
+         "shared_group_quota is not supported"),
+        ({"instance_groups": [group(capacity_gb=[1.0, -2.0])]}, "instance_groups[0].capacity_gb[1]",
+         "capacity_gb must be finite and not negative"),
+        ({"instances": [instance("i1"), instance("i1")]}, "instances[1].instance_id", "duplicate instance_id[i1] in config"),
+        ({"instances": [{**instance("i1"), "linear_step": 2}]}, "instances[0].linear_step",
+         "instance[i1] has linear_step=2; the facts replay is Full-only"),
+        ({"instances": [instance("i1", 0)]}, "instances[0].block_size", "RegisterInstance[i1] failed: block_size must be positive"),
+        ({"instances": [instance("i1", 6)]}, "instances[0].block_size",
+         "instance[i1] block_size=6 is not a multiple of the trace block_size=4 (re-blocking is coarsening only)"),
+        ({"instances": [instance("")]}, "instances[0].instance_id", "RegisterInstance[] failed: instance_id must not be empty"),
+        ({"instances": [instance("i1", group="nope")]}, "instances[0].instance_group_name",
+         "RegisterInstance[i1] failed: no instance group of that name"),
+        ({"instances": [{**instance("i1"), "location_spec_infos": []}]}, "instances[0].location_spec_infos",
+         "RegisterInstance[i1] failed: location_spec_infos must not be empty"),
+        ({"instances": [instance("i1", sizes=(8192, 0))]}, "instances[0].location_spec_infos[1].size",
+         "RegisterInstance[i1] failed: spec size must be positive"),
+        ({"instances": [{**instance("i1"), "optimizer_state_info": {}}]},
+         "instances[0].optimizer_state_info.full_location_spec_group_name",
+         "RegisterInstance[i1] failed: the full spec group is required"),
+        ({"instances": [{**instance("i1"), "location_spec_groups": [{"name": "full", "spec_names": ["tp0", "tp9"]}]}]},
+         "instances[0].optimizer_state_info.full_location_spec_group_name",
+         "RegisterInstance[i1] failed: spec 'tp9' is not defined"),
+        ({"instances": [{**instance("i1"), "optimizer_state_info": {"full_location_spec_group_name": "full",
+                                                                    "linear_location_spec_group_name": "full"}}]},
+         "instances[0].optimizer_state_info.linear_location_spec_group_name",
+         "RegisterInstance[i1] failed: must differ from the full group"),
+    ],
+)  # fmt: skip
+def test_semantic_rejections_follow_the_original(change: dict[str, Any], path: str, message: str) -> None:
+    assert (path, message) in issues({**base(), **change})
+
+
+def test_issues_come_in_the_original_order() -> None:
+    data = {**base(), "block_size": 0, "instances": [{**instance("a"), "linear_step": 1}, instance("a")]}
+    paths = [p for p, _ in issues(data)]
+    assert paths == ["block_size", "instances[0].linear_step", "instances[1].instance_id"]
+
+
+def test_unknown_fields_are_kept_and_reported() -> None:
+    data = base()
+    data["online_only"] = 1
+    data["instances"][0]["optimizer_state_info"]["extra"] = "x"
+    spec = parse_replay_spec(data)
+    assert spec.unknown_fields() == ["online_only", "instances[0].optimizer_state_info.extra"]
+
+
+def test_load_config_file_errors(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"block_size": 4,')
+    with pytest.raises(ConfigError, match="Failed to parse LiteHit config file: Expecting property name"):
+        load_replay_config(bad)
+    bad.write_text("[1, 2]")
+    with pytest.raises(ConfigError, match="the config must be a JSON object"):
+        load_replay_config(bad)
+    with pytest.raises(ConfigError, match="Failed to parse LiteHit config file"):
+        load_replay_config(tmp_path / "missing.json")
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps(EXAMPLE))
+    assert load_replay_config(good).instances[1].instance_id == "bs64"
