@@ -40,6 +40,7 @@ ffibuilder.set_source(
     include_dirs=[str((HERE / "include").relative_to(ROOT))],
     depends=_relative(list((HERE / "include").glob("*.h"))),
     extra_compile_args=_compile_args(),
+    libraries=["m"],
 )
 
 if __name__ == "__main__":

@@ -105,3 +105,37 @@ int lh_facts_render(const char *ids, const int64_t *id_offsets, const int64_t *t
                     const int64_t *input_lens, const int64_t *out_seg_lo, const int64_t *out_seg_hi,
                     const int64_t *segs, int extended, const int64_t *blocks, const uint8_t *cuts,
                     size_t n_out, char *buf, size_t cap, size_t *written, char *err, size_t errlen);
+
+/* lh_query.h */
+typedef struct lh_facts_reader lh_facts_reader;
+typedef struct lh_facts_table {
+  size_t n_rows;
+  const int64_t *line;
+  const int64_t *id_offsets;
+  const char *ids;
+  const int32_t *instance;
+  size_t n_instances;
+  const int64_t *instance_offsets;
+  const char *instance_names;
+  const int64_t *timestamp;
+  const int64_t *input_len;
+  const int64_t *block_size;
+  const int64_t *block_bytes;
+  const int64_t *seg_offsets;
+  const int64_t *segs;
+  size_t n_segs;
+  const int64_t *blocks;
+  const uint8_t *cut;
+  int64_t error_line;
+  size_t lines;
+} lh_facts_table;
+int lh_facts_reader_create(lh_facts_reader **out, char *err, size_t errlen);
+void lh_facts_reader_destroy(lh_facts_reader *reader);
+int lh_facts_parse(lh_facts_reader *reader, const char *buf, size_t len, int64_t first_line, int extended,
+                   lh_facts_table *table, char *err, size_t errlen);
+int lh_query_chunk(const lh_facts_table *table, size_t row_lo, const uint64_t *slot_bytes, const uint8_t *slot_inf,
+                   size_t n_slots, const int32_t *group, uint64_t *sum_blocks, uint64_t *sum_tokens,
+                   uint64_t *requests, uint64_t *input_tokens, char *out, size_t cap, size_t *written,
+                   size_t *rows_done, char *err, size_t errlen);
+size_t lh_query_row_bound(const lh_facts_table *table, size_t row, size_t n_slots);
+size_t lh_format_g(double v, char *out);

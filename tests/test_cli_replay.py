@@ -130,12 +130,14 @@ def test_killed_mid_replay_leaves_no_facts_and_a_rerun_publishes(tmp_path: Path)
     writer = threading.Thread(target=_feed, args=(fifo, data[: len(data) * 2 // 3]), daemon=True)
     writer.start()
     tmp = out / "litehit_facts.csv.tmp"
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and not (tmp.exists() and tmp.stat().st_size > 100_000):
-        time.sleep(0.02)
-    assert tmp.exists() and tmp.stat().st_size > 100_000, "the replay never got going"
-    proc.send_signal(signal.SIGKILL)
-    proc.wait(timeout=10)
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not (tmp.exists() and tmp.stat().st_size > 100_000):
+            time.sleep(0.02)
+        assert tmp.exists() and tmp.stat().st_size > 100_000, "the replay never got going"
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
     assert (out / "litehit_facts.csv").read_text() == "older facts\n"  # never a half file
     trace = tmp_path / "trace.jsonl"
     trace.write_bytes(data)

@@ -23,7 +23,7 @@ def test_c_program_under_sanitizers(program: Path, tmp_path: Path) -> None:
         [cc, "-std=c99", "-g", "-O1", "-Wall", "-Wextra", "-Werror",
          "-fsanitize=address,undefined", "-fno-sanitize-recover=undefined",
          "-fno-omit-frame-pointer", f"-I{CORE / 'include'}",
-         *map(str, sorted((CORE / "src").glob("*.c"))), str(program), "-o", str(binary)],
+         *map(str, sorted((CORE / "src").glob("*.c"))), str(program), "-o", str(binary), "-lm"],
         capture_output=True, text=True, check=False,
     )  # fmt: skip
     assert build.returncode == 0, build.stderr

@@ -7,7 +7,7 @@ chunks between processes; at most ``ahead`` items are in flight, so memory stays
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TypeVar
 
@@ -17,7 +17,7 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 
-def ordered_map(fn: Callable[[T], R], items: Iterable[T], workers: int, ahead: int | None = None) -> Iterator[R]:
+def ordered_map(fn: Callable[[T], R], items: Iterable[T], workers: int, ahead: int | None = None) -> Generator[R, None, None]:
     """Yields fn(item) for each item, in input order, computing up to ``ahead`` at once."""
     if workers <= 1 and ahead is None:
         ahead = 2  # one chunk scanned while the previous one is replayed

@@ -47,7 +47,7 @@ class AtomicPublisher:
         self._file = os.fdopen(fd, "wb", buffering=1 << 20)
         return self
 
-    def write(self, data: bytes) -> None:
+    def write(self, data: bytes | memoryview) -> None:
         assert self._file is not None, "publisher is not open"
         try:
             self._file.write(data)

@@ -8,6 +8,7 @@
 #include "lh_normalize.h"
 #include "lh_prefix_hash.h"
 #include "lh_project.h"
+#include "lh_query.h"
 #include "lh_trace_scan.h"
 
 #endif

@@ -11,101 +11,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lh_buf.h"
 #include "lh_common.h"
 
-/* ---- growable buffers ------------------------------------------------------------------- */
-
-typedef struct vec {
-  void *data;
-  size_t len, cap; /* in elements */
-} vec;
-
-static int vec_reserve(vec *v, size_t extra, size_t elem) {
-  if (v->len + extra <= v->cap) return 0;
-  size_t cap = v->cap ? v->cap : 256;
-  while (cap < v->len + extra) {
-    if (cap > SIZE_MAX / 2 / elem) return -1;
-    cap *= 2;
-  }
-  void *p = realloc(v->data, cap * elem);
-  if (p == NULL) return -1;
-  v->data = p;
-  v->cap = cap;
-  return 0;
-}
-
-#define VEC_AT(v, T) ((T *)(v).data)
-
-/* Interned strings: names in a byte vec, offsets, and an open-addressing index. */
-typedef struct intern {
-  vec bytes;   /* char */
-  vec offsets; /* int64, count + 1 */
-  int32_t *index;
-  size_t index_cap; /* power of two */
-  size_t count;
-} intern;
-
-static uint64_t fnv1a(const char *s, size_t n) {
-  uint64_t h = UINT64_C(1469598103934665603);
-  for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * UINT64_C(1099511628211);
-  return h;
-}
-
-static void intern_clear(intern *t) {
-  t->bytes.len = 0;
-  t->offsets.len = 0;
-  t->count = 0;
-  if (t->index) memset(t->index, 0, t->index_cap * sizeof(int32_t));
-}
-
-static int intern_rehash(intern *t, size_t cap) {
-  int32_t *idx = calloc(cap, sizeof(int32_t));
-  if (idx == NULL) return -1;
-  const int64_t *off = VEC_AT(t->offsets, int64_t);
-  const char *names = VEC_AT(t->bytes, char);
-  for (size_t i = 0; i < t->count; i++) {
-    size_t h = (size_t)fnv1a(names + off[i], (size_t)(off[i + 1] - off[i])) & (cap - 1);
-    while (idx[h]) h = (h + 1) & (cap - 1);
-    idx[h] = (int32_t)(i + 1);
-  }
-  free(t->index);
-  t->index = idx;
-  t->index_cap = cap;
-  return 0;
-}
-
-/* Index of name in the table, adding it if new; -1 on allocation failure. */
-static int32_t intern_get(intern *t, const char *s, size_t n) {
-  if (t->offsets.len == 0) {
-    if (vec_reserve(&t->offsets, 1, sizeof(int64_t))) return -1;
-    VEC_AT(t->offsets, int64_t)[0] = 0;
-    t->offsets.len = 1;
-  }
-  if ((t->count + 1) * 2 > t->index_cap && intern_rehash(t, t->index_cap ? t->index_cap * 2 : 16)) {
-    return -1;
-  }
-  const int64_t *off = VEC_AT(t->offsets, int64_t);
-  const char *names = VEC_AT(t->bytes, char);
-  size_t h = (size_t)fnv1a(s, n) & (t->index_cap - 1);
-  while (t->index[h]) {
-    size_t i = (size_t)t->index[h] - 1;
-    if ((size_t)(off[i + 1] - off[i]) == n && memcmp(names + off[i], s, n) == 0) return (int32_t)i;
-    h = (h + 1) & (t->index_cap - 1);
-  }
-  if (t->count >= INT32_MAX - 1) return -1;
-  if (vec_reserve(&t->bytes, n, 1) || vec_reserve(&t->offsets, 1, sizeof(int64_t))) return -1;
-  if (n) memcpy(VEC_AT(t->bytes, char) + t->bytes.len, s, n);
-  t->bytes.len += n;
-  VEC_AT(t->offsets, int64_t)[t->count + 1] = (int64_t)t->bytes.len;
-  t->offsets.len++;
-  t->index[h] = (int32_t)(t->count + 1);
-  return (int32_t)t->count++;
-}
-
 struct lh_scan {
-  vec line, kind, ts, input_len, key_off, keys, id_off, ids, instance, label, turn;
-  intern instances, labels;
-  vec str; /* scratch for decoded strings of the current row */
+  lh_vec line, kind, ts, input_len, key_off, keys, id_off, ids, instance, label, turn;
+  lh_intern instances, labels;
+  lh_vec str; /* scratch for decoded strings of the current row */
 };
 
 int lh_scan_create(lh_scan **out, char *err, size_t errlen) {
@@ -117,15 +29,11 @@ int lh_scan_create(lh_scan **out, char *err, size_t errlen) {
 
 void lh_scan_destroy(lh_scan *s) {
   if (s == NULL) return;
-  vec *all[] = {&s->line, &s->kind, &s->ts,    &s->input_len, &s->key_off, &s->keys,
+  lh_vec *all[] = {&s->line, &s->kind, &s->ts,    &s->input_len, &s->key_off, &s->keys,
                 &s->id_off, &s->ids, &s->instance, &s->label, &s->turn, &s->str};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) free(all[i]->data);
-  free(s->instances.bytes.data);
-  free(s->instances.offsets.data);
-  free(s->instances.index);
-  free(s->labels.bytes.data);
-  free(s->labels.offsets.data);
-  free(s->labels.index);
+  lh_intern_free(&s->instances);
+  lh_intern_free(&s->labels);
   free(s);
 }
 
@@ -223,7 +131,7 @@ static void put_utf8(char *out, size_t *n, unsigned cp) {
 
 /* Parses a string at c->p (which is '"'). When out != NULL the decoded bytes are appended to out
  * and off, len describe them; returns 0, -1 on syntax error, -2 on allocation failure. */
-static int parse_string(cursor *c, vec *out, size_t *off, size_t *len) {
+static int parse_string(cursor *c, lh_vec *out, size_t *off, size_t *len) {
   c->p++; /* opening quote */
   const char *start = c->p;
   /* Fast path: no escapes. */
@@ -233,11 +141,11 @@ static int parse_string(cursor *c, vec *out, size_t *off, size_t *len) {
     c->p++;
   }
   if (out != NULL) {
-    if (vec_reserve(out, (size_t)(c->end - start), 1)) return -2;
+    if (lh_vec_reserve(out, (size_t)(c->end - start), 1)) return -2;
     *off = out->len;
   }
   size_t n = 0;
-  char *dst = out != NULL ? VEC_AT(*out, char) + out->len : NULL;
+  char *dst = out != NULL ? LH_VEC_AT(*out, char) + out->len : NULL;
   if (dst != NULL && c->p > start) memcpy(dst, start, (size_t)(c->p - start));
   n = (size_t)(c->p - start);
   for (;;) {
@@ -491,8 +399,8 @@ static int parse_array(cursor *c, lh_scan *s, int mode, field *f) {
       int st = parse_number(c, &num);
       if (st) return st;
       if (num.kind == J_INT || num.kind == J_UINT) {
-        if (s->keys.len == s->keys.cap && vec_reserve(&s->keys, 1, sizeof(int64_t))) return -2;
-        VEC_AT(s->keys, int64_t)[s->keys.len++] = num.i;
+        if (s->keys.len == s->keys.cap && lh_vec_reserve(&s->keys, 1, sizeof(int64_t))) return -2;
+        LH_VEC_AT(s->keys, int64_t)[s->keys.len++] = num.i;
         f->n_keys++;
       } else if (f->elem_ok) {
         f->elem_ok = 0;
@@ -619,7 +527,7 @@ static int parse_object(cursor *c, lh_scan *s, const format_def *def, row *r) {
       size_t name_off = 0, name_len = 0;
       int st = parse_string(c, &s->str, &name_off, &name_len);
       if (st) return st;
-      int idx = field_index(def, VEC_AT(s->str, char) + name_off, name_len);
+      int idx = field_index(def, LH_VEC_AT(s->str, char) + name_off, name_len);
       s->str.len = name_off; /* the name is not needed any more */
       skip_ws(c);
       if (c->p >= c->end || *c->p != ':') return syntax(c, "expected ':'");
@@ -648,7 +556,7 @@ static int parse_object(cursor *c, lh_scan *s, const format_def *def, row *r) {
   return 0;
 }
 
-static const char *fstr(lh_scan *s, const field *f) { return VEC_AT(s->str, char) + f->str_off; }
+static const char *fstr(lh_scan *s, const field *f) { return LH_VEC_AT(s->str, char) + f->str_off; }
 
 static int fstr_is(lh_scan *s, const field *f, const char *lit) {
   return f->kind == J_STRING && f->str_len == strlen(lit) && memcmp(fstr(s, f), lit, f->str_len) == 0;
@@ -670,30 +578,30 @@ typedef struct record {
 } record;
 
 static int emit(lh_scan *s, const record *rec) {
-  if (vec_reserve(&s->line, 1, sizeof(int64_t)) || vec_reserve(&s->kind, 1, 1) ||
-      vec_reserve(&s->ts, 1, sizeof(int64_t)) || vec_reserve(&s->input_len, 1, sizeof(int64_t)) ||
-      vec_reserve(&s->key_off, 1, sizeof(int64_t)) || vec_reserve(&s->id_off, 1, sizeof(int64_t)) ||
-      vec_reserve(&s->instance, 1, sizeof(int32_t)) || vec_reserve(&s->label, 1, sizeof(int32_t)) ||
-      vec_reserve(&s->turn, 1, sizeof(int64_t))) {
+  if (lh_vec_reserve(&s->line, 1, sizeof(int64_t)) || lh_vec_reserve(&s->kind, 1, 1) ||
+      lh_vec_reserve(&s->ts, 1, sizeof(int64_t)) || lh_vec_reserve(&s->input_len, 1, sizeof(int64_t)) ||
+      lh_vec_reserve(&s->key_off, 1, sizeof(int64_t)) || lh_vec_reserve(&s->id_off, 1, sizeof(int64_t)) ||
+      lh_vec_reserve(&s->instance, 1, sizeof(int32_t)) || lh_vec_reserve(&s->label, 1, sizeof(int32_t)) ||
+      lh_vec_reserve(&s->turn, 1, sizeof(int64_t))) {
     return -2;
   }
   size_t i = s->line.len;
-  VEC_AT(s->line, int64_t)[i] = rec->line;
-  VEC_AT(s->kind, uint8_t)[i] = rec->kind;
-  VEC_AT(s->ts, int64_t)[i] = rec->ts;
-  VEC_AT(s->input_len, int64_t)[i] = rec->input_len;
-  VEC_AT(s->instance, int32_t)[i] = rec->instance;
-  VEC_AT(s->label, int32_t)[i] = rec->label;
-  VEC_AT(s->turn, int64_t)[i] = rec->turn;
-  VEC_AT(s->key_off, int64_t)[i + 1] = (int64_t)s->keys.len;
+  LH_VEC_AT(s->line, int64_t)[i] = rec->line;
+  LH_VEC_AT(s->kind, uint8_t)[i] = rec->kind;
+  LH_VEC_AT(s->ts, int64_t)[i] = rec->ts;
+  LH_VEC_AT(s->input_len, int64_t)[i] = rec->input_len;
+  LH_VEC_AT(s->instance, int32_t)[i] = rec->instance;
+  LH_VEC_AT(s->label, int32_t)[i] = rec->label;
+  LH_VEC_AT(s->turn, int64_t)[i] = rec->turn;
+  LH_VEC_AT(s->key_off, int64_t)[i + 1] = (int64_t)s->keys.len;
   if (rec->id != NULL) {
-    if (vec_reserve(&s->ids, rec->id_len, 1)) return -2;
-    memcpy(VEC_AT(s->ids, char) + s->ids.len, rec->id, rec->id_len);
+    if (lh_vec_reserve(&s->ids, rec->id_len, 1)) return -2;
+    memcpy(LH_VEC_AT(s->ids, char) + s->ids.len, rec->id, rec->id_len);
     s->ids.len += rec->id_len;
   } else {
     /* trace_<instance>_<timestamp> */
-    if (vec_reserve(&s->ids, rec->inst_len + 32, 1)) return -2;
-    char *dst = VEC_AT(s->ids, char) + s->ids.len;
+    if (lh_vec_reserve(&s->ids, rec->inst_len + 32, 1)) return -2;
+    char *dst = LH_VEC_AT(s->ids, char) + s->ids.len;
     memcpy(dst, "trace_", 6);
     memcpy(dst + 6, rec->inst_name, rec->inst_len);
     size_t n = 6 + rec->inst_len;
@@ -709,7 +617,7 @@ static int emit(lh_scan *s, const record *rec) {
     while (nd) dst[n++] = digits[--nd];
     s->ids.len += n;
   }
-  VEC_AT(s->id_off, int64_t)[i + 1] = (int64_t)s->ids.len;
+  LH_VEC_AT(s->id_off, int64_t)[i + 1] = (int64_t)s->ids.len;
   s->line.len = s->kind.len = s->ts.len = s->input_len.len = s->instance.len = s->label.len = s->turn.len = i + 1;
   s->key_off.len = s->id_off.len = i + 2;
   return 0;
@@ -801,7 +709,7 @@ static int row_standard(lh_scan *s, row *r, int64_t line) {
     return ROW_FAIL("failed to parse %s trace (input_len must be positive, got %lld)", tname, (long long)len);
   }
   if (ts <= 0) return ROW_FAIL("failed to validate trace: timestamp_ns must be positive, got %lld", (long long)ts);
-  int32_t inst = intern_get(&s->instances, fstr(s, &f[S_INSTANCE]), f[S_INSTANCE].str_len);
+  int32_t inst = lh_intern_get(&s->instances, fstr(s, &f[S_INSTANCE]), f[S_INSTANCE].str_len);
   if (inst < 0) return -2;
   if (kind == LH_ROW_WRITE) s->keys.len = r->keys_start; /* writes carry no keys */
   record rec = {line, kind, ts, len, inst, -1, 0, NULL, 0, fstr(s, &f[S_INSTANCE]), f[S_INSTANCE].str_len};
@@ -867,7 +775,7 @@ static int row_qwen(lh_scan *s, row *r, int64_t line, int64_t block_size) {
   truncate_keys(s, r, &f[Q_IDS], len / block_size);
   int32_t label = -1;
   if (f[Q_TYPE].present && f[Q_TYPE].kind == J_STRING) {
-    label = intern_get(&s->labels, fstr(s, &f[Q_TYPE]), f[Q_TYPE].str_len);
+    label = lh_intern_get(&s->labels, fstr(s, &f[Q_TYPE]), f[Q_TYPE].str_len);
     if (label < 0) return -2;
   }
   record rec = {line, LH_ROW_READ, ts, len, -1, label, turn, NULL, 0, NULL, 0};
@@ -910,7 +818,7 @@ static int row_publisher(lh_scan *s, row *r, int64_t line) {
   if (f[P_ID].present && f[P_ID].kind != J_STRING) return ROW_FAIL("id must be a string");
   if (us <= 0) return ROW_FAIL("trigger_time_us must be positive, got %lld", (long long)us);
   if (us > INT64_MAX / 1000) return ROW_FAIL("trigger_time_us overflows int64 nanoseconds");
-  int32_t inst = intern_get(&s->instances, fstr(s, &f[P_SOURCE]), f[P_SOURCE].str_len);
+  int32_t inst = lh_intern_get(&s->instances, fstr(s, &f[P_SOURCE]), f[P_SOURCE].str_len);
   if (inst < 0) return -2;
   if (kind == LH_ROW_WRITE) s->keys.len = r->keys_start;
   record rec = {line, kind, us * 1000, 0, inst, -1, 0, NULL, 0, fstr(s, &f[P_SOURCE]), f[P_SOURCE].str_len};
@@ -925,37 +833,34 @@ static int row_publisher(lh_scan *s, row *r, int64_t line) {
 
 static void fill_result(lh_scan *s, lh_scan_result *res) {
   res->n_rows = s->line.len;
-  res->line = VEC_AT(s->line, int64_t);
-  res->kind = VEC_AT(s->kind, uint8_t);
-  res->timestamp = VEC_AT(s->ts, int64_t);
-  res->input_len = VEC_AT(s->input_len, int64_t);
-  res->key_offsets = VEC_AT(s->key_off, int64_t);
-  res->keys = VEC_AT(s->keys, int64_t);
+  res->line = LH_VEC_AT(s->line, int64_t);
+  res->kind = LH_VEC_AT(s->kind, uint8_t);
+  res->timestamp = LH_VEC_AT(s->ts, int64_t);
+  res->input_len = LH_VEC_AT(s->input_len, int64_t);
+  res->key_offsets = LH_VEC_AT(s->key_off, int64_t);
+  res->keys = LH_VEC_AT(s->keys, int64_t);
   res->n_keys = s->keys.len;
-  res->id_offsets = VEC_AT(s->id_off, int64_t);
-  res->ids = VEC_AT(s->ids, char);
-  res->instance = VEC_AT(s->instance, int32_t);
+  res->id_offsets = LH_VEC_AT(s->id_off, int64_t);
+  res->ids = LH_VEC_AT(s->ids, char);
+  res->instance = LH_VEC_AT(s->instance, int32_t);
   res->n_instances = s->instances.count;
-  res->instance_offsets = VEC_AT(s->instances.offsets, int64_t);
-  res->instance_names = VEC_AT(s->instances.bytes, char);
-  res->label = VEC_AT(s->label, int32_t);
-  res->turn = VEC_AT(s->turn, int64_t);
+  res->instance_offsets = LH_VEC_AT(s->instances.offsets, int64_t);
+  res->instance_names = LH_VEC_AT(s->instances.bytes, char);
+  res->label = LH_VEC_AT(s->label, int32_t);
+  res->turn = LH_VEC_AT(s->turn, int64_t);
   res->n_labels = s->labels.count;
-  res->label_offsets = VEC_AT(s->labels.offsets, int64_t);
-  res->label_names = VEC_AT(s->labels.bytes, char);
+  res->label_offsets = LH_VEC_AT(s->labels.offsets, int64_t);
+  res->label_names = LH_VEC_AT(s->labels.bytes, char);
 }
 
 static void reset_outputs(lh_scan *s) {
   s->line.len = s->kind.len = s->ts.len = s->input_len.len = s->keys.len = 0;
   s->ids.len = s->instance.len = s->label.len = s->turn.len = 0;
   s->key_off.len = s->id_off.len = 1;
-  VEC_AT(s->key_off, int64_t)[0] = 0;
-  VEC_AT(s->id_off, int64_t)[0] = 0;
-  intern_clear(&s->instances);
-  intern_clear(&s->labels);
-  /* Empty tables still expose offsets[0] = 0. */
-  if (s->instances.offsets.cap) VEC_AT(s->instances.offsets, int64_t)[0] = 0;
-  if (s->labels.offsets.cap) VEC_AT(s->labels.offsets, int64_t)[0] = 0;
+  LH_VEC_AT(s->key_off, int64_t)[0] = 0;
+  LH_VEC_AT(s->id_off, int64_t)[0] = 0;
+  lh_intern_clear(&s->instances); /* empty tables still expose offsets[0] = 0 */
+  lh_intern_clear(&s->labels);
 }
 
 int lh_scan_chunk(lh_scan *s, int format, const char *buf, size_t len, int64_t first_line,
@@ -970,8 +875,8 @@ int lh_scan_chunk(lh_scan *s, int format, const char *buf, size_t len, int64_t f
     default: return lh_fail(err, errlen, LH_EINVAL, "unknown trace format code %d", format);
   }
   if (trace_block_size <= 0) return lh_fail(err, errlen, LH_EINVAL, "trace block size must be positive");
-  if (vec_reserve(&s->key_off, 1, sizeof(int64_t)) || vec_reserve(&s->id_off, 1, sizeof(int64_t)) ||
-      vec_reserve(&s->instances.offsets, 1, sizeof(int64_t)) || vec_reserve(&s->labels.offsets, 1, sizeof(int64_t))) {
+  if (lh_vec_reserve(&s->key_off, 1, sizeof(int64_t)) || lh_vec_reserve(&s->id_off, 1, sizeof(int64_t)) ||
+      lh_vec_reserve(&s->instances.offsets, 1, sizeof(int64_t)) || lh_vec_reserve(&s->labels.offsets, 1, sizeof(int64_t))) {
     return lh_fail(err, errlen, LH_ENOMEM, "out of memory scanning a trace chunk");
   }
   reset_outputs(s);

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from worker.cli import replay
+from worker.cli import analysis, query, replay
 from worker.errors import LiteHitError
 
 __all__ = ["main"]
@@ -18,6 +18,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     replay.add_parser(sub)
+    query.add_parser(sub)
+    analysis.add_parsers(sub)
     return parser
 
 

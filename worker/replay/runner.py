@@ -10,6 +10,7 @@ depend on pipeline_worker_count.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -120,12 +121,15 @@ def run_replay(
             AtomicPublisher(out_dir / FACTS_FILE) as publisher,
             open_trace(path) as stream,
             ThreadPoolExecutor(max_workers=min(len(runners), spec.workers)) as lane_pool,
+            contextlib.closing(
+                ordered_map(
+                    partial(scan_chunk, fmt=fmt, trace_block_size=plan.trace_block_size),
+                    iter_text_chunks(stream, path, chunk_bytes),
+                    spec.workers,
+                )
+            ) as scanned,
         ):
             publisher.write(header_for(plan.extended))
-            chunks = iter_text_chunks(stream, path, chunk_bytes)
-            scanned = ordered_map(
-                partial(scan_chunk, fmt=fmt, trace_block_size=plan.trace_block_size), chunks, spec.workers
-            )
             for parsed in scanned:
                 if should_stop is not None and should_stop():
                     raise ReplayCancelled("replay cancelled; no facts published")

@@ -115,9 +115,17 @@ def parse_stage(
         bytes_total = 0
     outputs = [workdir / ROWS] + [lane_input(workdir, i) for i in range(n_lanes)]
     try:
-        with open_trace(path) as stream, _atomic_files(outputs) as files:
-            text = iter_text_chunks(stream, path, chunk_bytes)
-            scanned = ordered_map(lambda c: scan_chunk(c, fmt, plan.trace_block_size), text, spec.workers)
+        with (
+            open_trace(path) as stream,
+            _atomic_files(outputs) as files,
+            contextlib.closing(
+                ordered_map(
+                    lambda c: scan_chunk(c, fmt, plan.trace_block_size),
+                    iter_text_chunks(stream, path, chunk_bytes),
+                    spec.workers,
+                )
+            ) as scanned,
+        ):
             for parsed in scanned:
                 if should_stop is not None and should_stop():
                     raise ReplayCancelled("replay cancelled; no facts published")

@@ -1,0 +1,37 @@
+/* lh_buf.h - internal helpers: growable arrays and a table of interned byte strings.
+ * Not part of the Python-facing API. All functions report allocation failure by returning -1
+ * and leave the structure usable. */
+#ifndef LH_BUF_H
+#define LH_BUF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct lh_vec {
+  void *data;
+  size_t len, cap; /* in elements */
+} lh_vec;
+
+#define LH_VEC_AT(v, T) ((T *)(v).data)
+
+/* Ensures room for `extra` more elements of `elem` bytes; 0 or -1. */
+int lh_vec_reserve(lh_vec *v, size_t extra, size_t elem);
+
+/* Interned strings: names in a byte vector, count + 1 offsets, and an open-addressing index. */
+typedef struct lh_intern {
+  lh_vec bytes;   /* char */
+  lh_vec offsets; /* int64_t, count + 1 once used */
+  int32_t *index;
+  size_t index_cap; /* power of two */
+  size_t count;
+} lh_intern;
+
+/* Empties the table (keeps memory); offsets[0] = 0 stays readable if ever allocated. */
+void lh_intern_clear(lh_intern *t);
+
+/* Index of the string s[0..n) in the table, adding it if new; -1 on allocation failure. */
+int32_t lh_intern_get(lh_intern *t, const char *s, size_t n);
+
+void lh_intern_free(lh_intern *t);
+
+#endif

@@ -1,0 +1,81 @@
+/* lh_buf.c - growable arrays and interned strings. */
+#include "lh_buf.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int lh_vec_reserve(lh_vec *v, size_t extra, size_t elem) {
+  if (v->len + extra <= v->cap) return 0;
+  size_t cap = v->cap ? v->cap : 256;
+  while (cap < v->len + extra) {
+    if (cap > SIZE_MAX / 2 / elem) return -1;
+    cap *= 2;
+  }
+  void *p = realloc(v->data, cap * elem);
+  if (p == NULL) return -1;
+  v->data = p;
+  v->cap = cap;
+  return 0;
+}
+
+static uint64_t fnv1a(const char *s, size_t n) {
+  uint64_t h = UINT64_C(1469598103934665603);
+  for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * UINT64_C(1099511628211);
+  return h;
+}
+
+void lh_intern_clear(lh_intern *t) {
+  t->bytes.len = 0;
+  t->offsets.len = 0;
+  t->count = 0;
+  if (t->index) memset(t->index, 0, t->index_cap * sizeof(int32_t));
+  if (t->offsets.cap) LH_VEC_AT(t->offsets, int64_t)[0] = 0;
+}
+
+static int rehash(lh_intern *t, size_t cap) {
+  int32_t *idx = calloc(cap, sizeof(int32_t));
+  if (idx == NULL) return -1;
+  const int64_t *off = LH_VEC_AT(t->offsets, int64_t);
+  const char *names = LH_VEC_AT(t->bytes, char);
+  for (size_t i = 0; i < t->count; i++) {
+    size_t h = (size_t)fnv1a(names + off[i], (size_t)(off[i + 1] - off[i])) & (cap - 1);
+    while (idx[h]) h = (h + 1) & (cap - 1);
+    idx[h] = (int32_t)(i + 1);
+  }
+  free(t->index);
+  t->index = idx;
+  t->index_cap = cap;
+  return 0;
+}
+
+int32_t lh_intern_get(lh_intern *t, const char *s, size_t n) {
+  if (t->offsets.len == 0) {
+    if (lh_vec_reserve(&t->offsets, 1, sizeof(int64_t))) return -1;
+    LH_VEC_AT(t->offsets, int64_t)[0] = 0;
+    t->offsets.len = 1;
+  }
+  if ((t->count + 1) * 2 > t->index_cap && rehash(t, t->index_cap ? t->index_cap * 2 : 16)) return -1;
+  const int64_t *off = LH_VEC_AT(t->offsets, int64_t);
+  const char *names = LH_VEC_AT(t->bytes, char);
+  size_t h = (size_t)fnv1a(s, n) & (t->index_cap - 1);
+  while (t->index[h]) {
+    size_t i = (size_t)t->index[h] - 1;
+    if ((size_t)(off[i + 1] - off[i]) == n && memcmp(names + off[i], s, n) == 0) return (int32_t)i;
+    h = (h + 1) & (t->index_cap - 1);
+  }
+  if (t->count >= INT32_MAX - 1) return -1;
+  if (lh_vec_reserve(&t->bytes, n, 1) || lh_vec_reserve(&t->offsets, 1, sizeof(int64_t))) return -1;
+  if (n) memcpy(LH_VEC_AT(t->bytes, char) + t->bytes.len, s, n);
+  t->bytes.len += n;
+  LH_VEC_AT(t->offsets, int64_t)[t->count + 1] = (int64_t)t->bytes.len;
+  t->offsets.len++;
+  t->index[h] = (int32_t)(t->count + 1);
+  return (int32_t)t->count++;
+}
+
+void lh_intern_free(lh_intern *t) {
+  free(t->bytes.data);
+  free(t->offsets.data);
+  free(t->index);
+  memset(t, 0, sizeof *t);
+}
