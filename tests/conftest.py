@@ -13,3 +13,6 @@ DATA = ROOT / "examples" / "data"
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
     return DATA
+
+
+from service_fixtures import api, celery_workers, postgres_url, redis_server, service_settings  # noqa: E402, F401

@@ -24,11 +24,9 @@ import numpy as np
 import numpy.typing as npt
 
 from worker.facts import FactsStream
+from worker.query import DEFAULT_TARGETS, GIB
 
 __all__ = ["CurvePoint", "InstanceCurve", "exact_curves"]
-
-GIB = 1 << 30
-DEFAULT_TARGETS = (0.5, 0.9, 0.95, 0.99)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,12 +1,16 @@
 """An order-preserving, bounded, threaded map: the parallel stage of the replay pipeline.
 
-The C scanner and lane core release the GIL, so threads give real parallelism without pickling
-chunks between processes; at most ``ahead`` items are in flight, so memory stays bounded.
+A feeder thread pulls the input (reading and decompressing the trace) and submits work to a
+thread pool; the caller receives results in input order as soon as they are ready, even while
+the feeder waits for more input (a pipe, slow storage). The C scanner and lane core release the
+GIL, so threads give real parallelism without pickling chunks between processes. At most
+``ahead`` items are in flight, so memory stays bounded.
 """
 
 from __future__ import annotations
 
-from collections import deque
+import queue
+import threading
 from collections.abc import Callable, Generator, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TypeVar
@@ -16,22 +20,62 @@ __all__ = ["ordered_map"]
 T = TypeVar("T")
 R = TypeVar("R")
 
+_DONE = object()
 
-def ordered_map(fn: Callable[[T], R], items: Iterable[T], workers: int, ahead: int | None = None) -> Generator[R, None, None]:
-    """Yields fn(item) for each item, in input order, computing up to ``ahead`` at once."""
-    if workers <= 1 and ahead is None:
-        ahead = 2  # one chunk scanned while the previous one is replayed
-    limit = ahead if ahead is not None else 2 * workers
-    pending: deque[Future[R]] = deque()
-    with ThreadPoolExecutor(max_workers=max(workers, 1), thread_name_prefix="litehit") as pool:
+
+class _Failed:
+    def __init__(self, exc: BaseException) -> None:
+        self.exc = exc
+
+
+def ordered_map(
+    fn: Callable[[T], R], items: Iterable[T], workers: int, ahead: int | None = None
+) -> Generator[R, None, None]:
+    """Yields fn(item) for each item, in input order, with up to ``ahead`` items in flight.
+    An exception raised by the input or by fn surfaces at its position in the order. Close the
+    generator (or exhaust it) to stop the feeder and the pool."""
+    limit = ahead if ahead is not None else max(2, 2 * workers)
+    slots: queue.Queue[object] = queue.Queue(maxsize=limit)
+    stop = threading.Event()
+    pool = ThreadPoolExecutor(max_workers=max(workers, 1), thread_name_prefix="litehit")
+
+    def put(entry: object) -> bool:
+        while not stop.is_set():
+            try:
+                slots.put(entry, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def feed() -> None:
         try:
             for item in items:
-                pending.append(pool.submit(fn, item))
-                # Hand over finished results at once: the next item may take long to arrive.
-                while pending and (len(pending) >= limit or pending[0].done()):
-                    yield pending.popleft().result()
-            while pending:
-                yield pending.popleft().result()
-        finally:
-            for future in pending:
-                future.cancel()
+                if stop.is_set() or not put(pool.submit(fn, item)):
+                    return
+            put(_DONE)
+        except BaseException as exc:  # the input failed: report it in order
+            put(_Failed(exc))
+
+    feeder = threading.Thread(target=feed, name="litehit-feeder", daemon=True)
+    feeder.start()
+    try:
+        while True:
+            entry = slots.get()
+            if entry is _DONE:
+                return
+            if isinstance(entry, _Failed):
+                raise entry.exc
+            assert isinstance(entry, Future)
+            yield entry.result()
+    finally:
+        stop.set()
+        while True:  # unblock the feeder and drop unstarted work
+            try:
+                entry = slots.get_nowait()
+            except queue.Empty:
+                break
+            if isinstance(entry, Future):
+                entry.cancel()
+        feeder.join(timeout=5)  # a feeder stuck on a silent pipe is a daemon: let it be
+        pool.shutdown(wait=True, cancel_futures=True)

@@ -31,6 +31,7 @@ __all__ = [
 ]
 
 GIB = 1 << 30
+DEFAULT_TARGETS = (0.5, 0.9, 0.95, 0.99)  # fractions of the infinite-capacity hit rate
 U64_MAX = (1 << 64) - 1
 _DECIMAL = re.compile(r"\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*")
 _INFINITY = re.compile(r"\s*\+?inf(inity)?\s*", re.IGNORECASE)

@@ -625,6 +625,31 @@ static int emit(lh_scan *s, const record *rec) {
 
 #define ROW_FAIL(...) (snprintf(r->msg, sizeof r->msg, __VA_ARGS__), -1)
 
+/* A user string made safe for a one-line message: control bytes escaped, at most 80 bytes shown. */
+typedef struct printable {
+  char text[4 * 80 + 4];
+} printable;
+
+static printable shown(const char *s, size_t n) {
+  printable out;
+  size_t w = 0;
+  for (size_t i = 0; i < n && w + 5 < sizeof out.text; i++) {
+    unsigned char c = (unsigned char)s[i];
+    if (c < 0x20 || c == 0x7f) {
+      w += (size_t)snprintf(out.text + w, sizeof out.text - w, c == '\n' ? "\\n" : c == '\r' ? "\\r" : c == '\t' ? "\\t" : "\\x%02x", c);
+    } else {
+      out.text[w++] = (char)c;
+    }
+    if (i == 79 && n > 80) {
+      memcpy(out.text + w, "...", 3);
+      w += 3;
+      break;
+    }
+  }
+  out.text[w] = '\0';
+  return out;
+}
+
 /* Describes why an integer field is unusable. */
 static int int_field(row *r, const field *f, const char *name, int64_t *out) {
   if (!f->present) return ROW_FAIL("missing integer field: %s", name);
@@ -664,8 +689,7 @@ static int row_standard(lh_scan *s, row *r, int64_t line) {
     kind = LH_ROW_WRITE;
     tname = "write";
   } else {
-    return ROW_FAIL("unknown trace type: %.*s", (int)(f[S_TYPE].str_len > 200 ? 200 : f[S_TYPE].str_len),
-                    fstr(s, &f[S_TYPE]));
+    return ROW_FAIL("unknown trace type: %s", shown(fstr(s, &f[S_TYPE]), f[S_TYPE].str_len).text);
   }
   if (!f[S_INSTANCE].present || f[S_INSTANCE].kind != J_STRING || f[S_INSTANCE].str_len == 0) {
     return ROW_FAIL("missing non-empty string field: instance_id");
@@ -740,7 +764,7 @@ static int row_qwen(lh_scan *s, row *r, int64_t line, int64_t block_size) {
   field *f = r->f;
   const field *chat = &f[Q_CHAT];
   if (!chat->present) return ROW_FAIL("missing field: chat_id");
-  if (chat->kind != J_STRING && chat->kind != J_INT) {
+  if (chat->kind != J_STRING && chat->kind != J_INT && chat->kind != J_UINT && chat->kind != J_BIGINT) {
     return ROW_FAIL("chat_id must be an integer or a string, got %s", kind_name(chat->kind));
   }
   const field *t = &f[Q_TS];
@@ -779,13 +803,15 @@ static int row_qwen(lh_scan *s, row *r, int64_t line, int64_t block_size) {
     if (label < 0) return -2;
   }
   record rec = {line, LH_ROW_READ, ts, len, -1, label, turn, NULL, 0, NULL, 0};
-  char id[24];
   if (chat->kind == J_STRING) {
     rec.id = fstr(s, chat);
     rec.id_len = chat->str_len;
+  } else if (chat->num.text_len == 2 && memcmp(chat->num.text, "-0", 2) == 0) {
+    rec.id = "0"; /* the integer's canonical text, as str(int) in Python */
+    rec.id_len = 1;
   } else {
-    rec.id_len = (size_t)snprintf(id, sizeof id, "%lld", (long long)chat->num.i);
-    rec.id = id;
+    rec.id = chat->num.text; /* JSON integers have no leading zeros: the text is canonical */
+    rec.id_len = chat->num.text_len;
   }
   return emit(s, &rec);
 }
@@ -806,8 +832,8 @@ static int row_publisher(lh_scan *s, row *r, int64_t line) {
       s->keys.len = r->keys_start;
       return 1;
     }
-    return ROW_FAIL("unsupported event type %.*s with keys (expected GetCacheLocation or StartWriteCache)",
-                    (int)(f[P_TYPE].str_len > 200 ? 200 : f[P_TYPE].str_len), fstr(s, &f[P_TYPE]));
+    return ROW_FAIL("unsupported event type %s with keys (expected GetCacheLocation or StartWriteCache)",
+                    shown(fstr(s, &f[P_TYPE]), f[P_TYPE].str_len).text);
   }
   if (!f[P_SOURCE].present || f[P_SOURCE].kind != J_STRING || f[P_SOURCE].str_len == 0) {
     return ROW_FAIL("missing non-empty string field: source");

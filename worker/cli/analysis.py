@@ -8,16 +8,18 @@ import io
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from worker.attribution import attribute_misses
-from worker.curve import DEFAULT_TARGETS, GIB, exact_curves
 from worker.errors import QueryError
-from worker.plot import plot_facts
 from worker.publish import AtomicPublisher
-from worker.query import parse_capacities
+from worker.query import DEFAULT_TARGETS, GIB, parse_capacities
 
-__all__ = ["add_parsers"]
+if TYPE_CHECKING:
+    from worker.curve import InstanceCurve
+
+# The analyses import their modules (and matplotlib) lazily, so that `litehit replay` starts fast.
+
+__all__ = ["add_parsers", "print_curve_summary"]
 
 
 def add_parsers(sub: Any) -> None:
@@ -79,15 +81,10 @@ def _targets(text: str) -> list[float]:
 
 
 def _curve(args: argparse.Namespace) -> int:
+    from worker.curve import exact_curves
+
     curves = exact_curves(args.facts, _targets(args.targets))
-    for curve in curves:
-        p = curve.plateau
-        print(f"{curve.instance_id}: {curve.requests:,} requests, {len(curve):,} breakpoints; infinite capacity "
-              f"{p.hit_rate:.2%} reached at {p.capacity_gib:.4g} GiB" + (f" ({p.capacity_blocks:,} blocks)" if p.capacity_blocks is not None else ""))  # fmt: skip
-        for fraction, i in sorted(curve.targets.items()):
-            t = curve.point(i)
-            where = f" ({t.capacity_blocks:,} blocks)" if t.capacity_blocks is not None else ""
-            print(f"  {fraction:>6.1%} of it ({t.hit_rate:.2%}) from {t.capacity_gib:.4g} GiB{where}")
+    print_curve_summary(curves)
     if args.output is not None:
         with AtomicPublisher(args.output) as out:
             if args.output.suffix == ".csv":
@@ -110,7 +107,23 @@ def _curve(args: argparse.Namespace) -> int:
     return 0
 
 
+def print_curve_summary(curves: list[InstanceCurve]) -> None:
+    for curve in curves:
+        p = curve.plateau
+        where = f" ({p.capacity_blocks:,} blocks)" if p.capacity_blocks is not None else ""
+        print(
+            f"{curve.instance_id}: {curve.requests:,} requests, {len(curve):,} breakpoints; infinite capacity "
+            f"{p.hit_rate:.2%}, reached at {p.capacity_gib:.4g} GiB{where}"
+        )
+        for fraction, i in sorted(curve.targets.items()):
+            t = curve.point(i)
+            where = f" ({t.capacity_blocks:,} blocks)" if t.capacity_blocks is not None else ""
+            print(f"  {fraction:>6.1%} of it ({t.hit_rate:.2%}) from {t.capacity_gib:.4g} GiB{where}")
+
+
 def _misses(args: argparse.Namespace) -> int:
+    from worker.attribution import attribute_misses
+
     extended, rows = attribute_misses(args.facts, parse_capacities(args.capacity_gb))
     if args.json:
         for row in rows:
@@ -129,6 +142,8 @@ def _misses(args: argparse.Namespace) -> int:
 
 
 def _plot(args: argparse.Namespace) -> int:
+    from worker.plot import plot_facts
+
     files = plot_facts(
         args.facts, args.output, capacities=parse_capacities(args.capacity_gb) if args.capacity_gb else []
     )

@@ -146,8 +146,10 @@ class ChunkPlan:
 
 
 def _trace_id(parsed: ParsedChunk, row: int) -> str:
+    """A row's trace id for a one-line message (control characters escaped)."""
     r = parsed.rows
-    return r.ids[r.id_offsets[row] : r.id_offsets[row + 1]].decode("utf-8", "replace")
+    text = r.ids[r.id_offsets[row] : r.id_offsets[row + 1]].decode("utf-8", "replace")
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def plan_chunk(plan: ReplayPlan, parsed: ParsedChunk, prev_timestamp: int | None) -> ChunkPlan:

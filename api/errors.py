@@ -1,0 +1,89 @@
+"""One error shape for every failure: {"error": {"code", "message", "details": [{loc, msg, input}]}}."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from worker.errors import ConfigError, FactsError, LiteHitError, QueryError, StorageError
+
+__all__ = ["ApiError", "install_error_handlers"]
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, code: str, message: str, *, details: list[dict[str, Any]] | None = None,
+                 headers: dict[str, str] | None = None) -> None:  # fmt: skip
+        super().__init__(message)
+        self.status, self.code, self.message = status, code, message
+        self.details = details or []
+        self.headers = headers
+
+
+def _body(code: str, message: str, details: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    return {"error": {"code": code, "message": message, "details": details or []}}
+
+
+def _json_safe(value: Any) -> Any:
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, list | tuple):
+        return [_json_safe(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    return repr(value)
+
+
+def _loc(path: str) -> list[str | int]:
+    out: list[str | int] = []
+    for part in path.replace("]", "").replace("[", ".").split("."):
+        if part:
+            out.append(int(part) if part.isdigit() else part)
+    return out
+
+
+def config_error_response(exc: ConfigError) -> JSONResponse:
+    details = [{"loc": ["body", *_loc(i.path)], "msg": i.message, "input": _json_safe(i.value)} for i in exc.issues]
+    return JSONResponse(_body("validation_error", str(exc), details), status_code=422)
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(ApiError)
+    async def api_error(_: Request, exc: ApiError) -> JSONResponse:
+        return JSONResponse(_body(exc.code, exc.message, exc.details), status_code=exc.status, headers=exc.headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def validation(_: Request, exc: RequestValidationError) -> JSONResponse:
+        details = [
+            {
+                "loc": list(e["loc"]),
+                "msg": str(e["msg"]).removeprefix("Value error, "),
+                "input": _json_safe(e.get("input")),
+            }
+            for e in exc.errors()
+        ]
+        message = "; ".join(f"{'.'.join(map(str, d['loc']))}: {d['msg']}" for d in details)
+        return JSONResponse(_body("validation_error", message, details), status_code=422)
+
+    @app.exception_handler(ConfigError)
+    async def config_error(_: Request, exc: ConfigError) -> JSONResponse:
+        return config_error_response(exc)
+
+    @app.exception_handler(StorageError)
+    async def storage_error(_: Request, exc: StorageError) -> JSONResponse:
+        return JSONResponse(_body("forbidden_path", str(exc)), status_code=422)
+
+    @app.exception_handler(FactsError)
+    @app.exception_handler(QueryError)
+    async def bad_facts(_: Request, exc: LiteHitError) -> JSONResponse:
+        return JSONResponse(_body("unprocessable", str(exc)), status_code=422)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        code = {404: "not_found", 405: "method_not_allowed", 401: "unauthorized"}.get(exc.status_code, "http_error")
+        return JSONResponse(
+            _body(code, str(exc.detail)), status_code=exc.status_code, headers=getattr(exc, "headers", None)
+        )

@@ -1,0 +1,83 @@
+"""The LiteHit HTTP API: ``uvicorn api.main:app`` (OpenAPI docs at /docs).
+
+Layers point one way: api -> worker (job functions, models, settings) -> core_c. The API never
+runs a replay itself; it commits job rows and enqueues tasks by name.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import anyio
+from fastapi import APIRouter, Depends, FastAPI
+
+from api.deps import require_token
+from api.errors import install_error_handlers
+from api.routes import health, queries, replays, traces
+from worker.celery_app import make_sender
+from worker.db.session import session_scope
+from worker.recovery import sweep
+from worker.settings import Settings, get_settings
+from worker.storage import Storage
+
+__all__ = ["create_app"]  # and ``app``, built on first access (see __getattr__)
+
+log = logging.getLogger("litehit.api")
+
+
+async def _sweeper(settings: Settings, enqueue: Callable[..., None]) -> None:
+    """Hands lost work out again (see worker.recovery), every sweep_interval_s."""
+
+    def once() -> list[str]:
+        with session_scope(settings.db_url) as session:
+            return sweep(session, settings, enqueue)
+
+    while True:
+        try:
+            for action in await anyio.to_thread.run_sync(once):
+                log.info("sweep: %s", action)
+        except Exception as exc:  # database briefly down: next round
+            log.warning("sweep failed: %s", exc)
+        await asyncio.sleep(settings.sweep_interval_s)
+
+
+def create_app(settings: Settings | None = None, *, enqueue: Callable[..., None] | None = None) -> FastAPI:
+    settings = settings or get_settings()
+    send = enqueue or make_sender(settings)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        Storage(settings.storage).ensure()
+        task = asyncio.create_task(_sweeper(settings, send)) if settings.sweep_interval_s > 0 else None
+        yield
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    app = FastAPI(
+        title="LiteHit",
+        version="0.1.0",
+        summary="Exact KV-cache prefix hit rates at any capacity, from one replay of a block trace.",
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    app.state.enqueue = send
+    install_error_handlers(app)
+    v1 = APIRouter(prefix="/v1", dependencies=[Depends(require_token)])
+    for module in (traces, replays, queries):
+        v1.include_router(module.router)
+    app.include_router(v1)
+    app.include_router(health.router)
+    return app
+
+
+def __getattr__(name: str) -> Any:  # ``uvicorn api.main:app`` builds the app on first use
+    if name == "app":
+        globals()["app"] = application = create_app()
+        return application
+    raise AttributeError(name)

@@ -1,0 +1,117 @@
+"""Query jobs: capacities over published facts; summaries from SQL, files from storage."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Header, Query, Response
+from fastapi.responses import FileResponse
+from sqlalchemy import select
+
+from api.deps import EnqueueDep, SessionDep, StorageDep
+from api.errors import ApiError
+from api.routes.common import job_or_404, paginate
+from api.routes.replays import _job_fields, submit
+from api.schemas import ErrorResponse, Page, QueryCreate, QueryPublic
+from worker.db.models import Job
+from worker.jobs.query_job import CURVE_FILE, PLOT_FILE, QUERY_TASK, REQUESTS_FILE, create_query_job
+from worker.jobs.replay_job import IdempotencyConflict
+
+router = APIRouter(prefix="/queries", tags=["queries"])
+
+
+def query_view(job: Job) -> dict[str, Any]:
+    instances: dict[str, dict[str, Any]] = {}
+    total: dict[str, Any] | None = None
+    for row in job.summaries:
+        key = "" if row.is_total else row.instance_id
+        entry = instances.get(key) if not row.is_total else total
+        if entry is None:
+            entry = {"instance_id": None if row.is_total else row.instance_id, "requests": row.requests,
+                     "total_input_tokens": row.total_input_tokens, "capacity_gb": [], "total_hit_blocks": [],
+                     "total_hit_tokens": [], "hit_rates": []}  # fmt: skip
+            if row.is_total:
+                total = entry
+            else:
+                instances[key] = entry
+        entry["capacity_gb"].append(row.capacity_gb)
+        entry["total_hit_blocks"].append(row.total_hit_blocks)
+        entry["total_hit_tokens"].append(row.total_hit_tokens)
+        entry["hit_rates"].append(row.hit_rate)
+    links = {}
+    if job.state == "succeeded":
+        base = f"/v1/queries/{job.id}"
+        links = {"requests": f"{base}/requests", "curve": f"{base}/curve", "plot": f"{base}/plot.png"}
+    ordered = [instances[k] for k in sorted(instances, key=lambda s: s.encode())]
+    return {**_job_fields(job), "replay_id": job.parent_id, "instances": ordered, "total": total, "links": links}
+
+
+@router.post(
+    "",
+    status_code=202,
+    response_model=QueryPublic,
+    responses={200: {"model": QueryPublic}, 409: {"model": ErrorResponse}, 422: {"model": ErrorResponse}},
+    summary="Queue a capacity query over a replay's facts",
+)
+def create_query(
+    body: QueryCreate,
+    response: Response,
+    session: SessionDep,
+    storage: StorageDep,
+    enqueue: EnqueueDep,
+    idempotency_key: Annotated[str | None, Header(max_length=255)] = None,
+) -> dict[str, Any]:
+    try:
+        job, created = create_query_job(session, storage, capacity_gb=body.capacity_gb, replay_id=body.replay_id,
+                                        facts_path=body.facts_path, targets=body.targets,
+                                        idempotency_key=idempotency_key)  # fmt: skip
+    except IdempotencyConflict as exc:
+        raise ApiError(409, "conflict", str(exc)) from None
+    if created:
+        submit(session, enqueue, job, QUERY_TASK)
+    else:
+        response.status_code = 200
+    response.headers["Location"] = f"/v1/queries/{job.id}"
+    return query_view(job)
+
+
+@router.get("", response_model=Page[QueryPublic], summary="List query jobs, newest first")
+def list_queries(
+    session: SessionDep,
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+    offset: Annotated[int, Query(ge=0)] = 0,
+) -> dict[str, Any]:
+    query = select(Job).where(Job.kind == "query").order_by(Job.created_at.desc(), Job.id)
+    items, total, next_offset = paginate(session, query, limit, offset)
+    return {"items": [query_view(j) for j in items], "total": total, "limit": limit, "offset": offset,
+            "next_offset": next_offset}  # fmt: skip
+
+
+@router.get("/{job_id}", response_model=QueryPublic, responses={404: {"model": ErrorResponse}})
+def get_query(job_id: str, session: SessionDep) -> dict[str, Any]:
+    return query_view(job_or_404(session, job_id, "query"))
+
+
+def _file(session: SessionDep, storage: StorageDep, job_id: str, name: str, media: str) -> FileResponse:
+    job = job_or_404(session, job_id, "query")
+    if job.state != "succeeded" or not job.output_path:
+        raise ApiError(409, "not_ready", f"the query is {job.state}; results exist only once it succeeded")
+    return FileResponse(storage.absolute(job.output_path) / name, media_type=media)
+
+
+@router.get("/{job_id}/requests", response_class=FileResponse, responses={200: {"content": {"application/x-ndjson": {}}}},
+            summary="Per-request JSONL (the original facts query output), streamed")  # fmt: skip
+def get_requests(job_id: str, session: SessionDep, storage: StorageDep) -> FileResponse:
+    return _file(session, storage, job_id, REQUESTS_FILE, "application/x-ndjson")
+
+
+@router.get("/{job_id}/curve", response_class=FileResponse, responses={200: {"content": {"application/json": {}}}},
+            summary="The exact hit-rate curve of every instance")  # fmt: skip
+def get_curve(job_id: str, session: SessionDep, storage: StorageDep) -> FileResponse:
+    return _file(session, storage, job_id, CURVE_FILE, "application/json")
+
+
+@router.get("/{job_id}/plot.png", response_class=FileResponse, responses={200: {"content": {"image/png": {}}}},
+            summary="Hit rate vs capacity (PNG)")  # fmt: skip
+def get_plot(job_id: str, session: SessionDep, storage: StorageDep) -> FileResponse:
+    return _file(session, storage, job_id, PLOT_FILE, "image/png")

@@ -1,0 +1,129 @@
+"""Replay jobs: submit (202 + Location), watch, download the facts, cancel."""
+
+from __future__ import annotations
+
+import logging
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Header, Query, Response
+from fastapi.responses import FileResponse
+from sqlalchemy import select, update
+
+from api.deps import EnqueueDep, SessionDep, StorageDep
+from api.errors import ApiError
+from api.routes.common import job_or_404, paginate
+from api.schemas import ErrorResponse, Page, ReplayCreate, ReplayPublic
+from worker.db.models import Job, utcnow
+from worker.jobs.replay_job import PARSE_TASK, IdempotencyConflict, create_replay_job
+from worker.jobs.state import TERMINAL, fail_job
+
+router = APIRouter(prefix="/replays", tags=["replays"])
+log = logging.getLogger(__name__)
+
+
+def replay_view(job: Job) -> dict[str, Any]:
+    facts = None
+    if job.state == "succeeded" and job.output_path:
+        facts = {"path": job.output_path, "url": f"/v1/replays/{job.id}/facts"}
+    return {**_job_fields(job), "trace_id": job.trace_id, "lanes": list(job.lanes), "facts": facts}
+
+
+def _job_fields(job: Job) -> dict[str, Any]:
+    return {k: getattr(job, k) for k in ("id", "kind", "state", "stage", "source", "created_at", "started_at",
+                                          "finished_at", "error", "attempts", "cancel_requested", "progress",
+                                          "stats", "spec")}  # fmt: skip
+
+
+def submit(session: Any, enqueue: Any, job: Job, task: str) -> None:
+    """Commit the row (done by the caller), then enqueue. A broker outage leaves the job queued:
+    the sweep enqueues it again once the broker is back."""
+    try:
+        enqueue(task, job.id)
+    except Exception as exc:
+        log.warning("could not enqueue job %s yet: %s", job.id, exc)
+        return
+    session.execute(update(Job).where(Job.id == job.id).values(heartbeat_at=utcnow()))
+    session.commit()
+
+
+@router.post(
+    "",
+    status_code=202,
+    response_model=ReplayPublic,
+    responses={
+        200: {"model": ReplayPublic, "description": "an existing job (same Idempotency-Key)"},
+        409: {"model": ErrorResponse},
+        422: {"model": ErrorResponse},
+    },
+    summary="Submit a replay job (the original offline config; trace by upload id or storage path)",
+)
+def create_replay(
+    body: ReplayCreate,
+    response: Response,
+    session: SessionDep,
+    storage: StorageDep,
+    enqueue: EnqueueDep,
+    idempotency_key: Annotated[str | None, Header(max_length=255)] = None,
+) -> dict[str, Any]:
+    config = body.model_dump(exclude={"trace_id"}, exclude_unset=True, exclude_none=True)
+    try:
+        job, created = create_replay_job(
+            session, storage, config, trace_id=body.trace_id, idempotency_key=idempotency_key
+        )
+    except IdempotencyConflict as exc:
+        raise ApiError(409, "conflict", str(exc)) from None
+    if created:
+        submit(session, enqueue, job, PARSE_TASK)
+    else:
+        response.status_code = 200
+    response.headers["Location"] = f"/v1/replays/{job.id}"
+    return replay_view(job)
+
+
+@router.get("", response_model=Page[ReplayPublic], summary="List replay jobs, newest first")
+def list_replays(
+    session: SessionDep,
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+    offset: Annotated[int, Query(ge=0)] = 0,
+    state: Annotated[str | None, Query(description="only jobs in this state")] = None,
+) -> dict[str, Any]:
+    query = select(Job).where(Job.kind == "replay").order_by(Job.created_at.desc(), Job.id)
+    if state:
+        query = query.where(Job.state == state)
+    items, total, next_offset = paginate(session, query, limit, offset)
+    return {"items": [replay_view(j) for j in items], "total": total, "limit": limit, "offset": offset,
+            "next_offset": next_offset}  # fmt: skip
+
+
+@router.get("/{job_id}", response_model=ReplayPublic, responses={404: {"model": ErrorResponse}})
+def get_replay(job_id: str, session: SessionDep) -> dict[str, Any]:
+    return replay_view(job_or_404(session, job_id, "replay"))
+
+
+@router.get(
+    "/{job_id}/facts",
+    response_class=FileResponse,
+    responses={200: {"content": {"text/csv": {}}}, 404: {"model": ErrorResponse}, 409: {"model": ErrorResponse}},
+    summary="Stream the published facts CSV",
+)
+def get_facts(job_id: str, session: SessionDep, storage: StorageDep) -> FileResponse:
+    job = job_or_404(session, job_id, "replay")
+    if job.state != "succeeded" or not job.output_path:
+        raise ApiError(409, "not_ready", f"the replay is {job.state}; facts exist only once it succeeded")
+    return FileResponse(
+        storage.absolute(job.output_path), media_type="text/csv", filename=f"litehit_facts_{job.id}.csv"
+    )
+
+
+@router.delete("/{job_id}", response_model=ReplayPublic, responses={404: {"model": ErrorResponse}, 409: {"model": ErrorResponse}},
+               summary="Cancel a queued or running replay")  # fmt: skip
+def cancel_replay(job_id: str, session: SessionDep, storage: StorageDep) -> dict[str, Any]:
+    job = job_or_404(session, job_id, "replay")
+    if job.state in TERMINAL:
+        raise ApiError(409, "conflict", f"the replay already ended ({job.state})")
+    session.execute(update(Job).where(Job.id == job_id).values(cancel_requested=True))
+    session.commit()
+    if job.state == "queued" and fail_job(session, job_id, "cancelled before it started", state="cancelled"):
+        storage.remove_work(job_id)
+    session.refresh(job)
+    return replay_view(job)

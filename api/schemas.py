@@ -1,0 +1,131 @@
+"""Request and response bodies of the HTTP API (pydantic). Replay requests reuse the replay
+spec of the worker (the original offline config) so the service accepts existing configs."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Generic, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from worker.spec import ReplaySpec
+
+T = TypeVar("T")
+
+JobState = Literal["queued", "running", "succeeded", "failed", "cancelled"]
+
+
+class ErrorDetail(BaseModel):
+    loc: list[str | int] = Field(description="path of the offending field")
+    msg: str
+    input: Any = None
+
+
+class ErrorBody(BaseModel):
+    code: str = Field(description="stable machine-readable code, e.g. not_found, validation_error, conflict")
+    message: str
+    details: list[ErrorDetail] = Field(default_factory=list)
+
+
+class ErrorResponse(BaseModel):
+    error: ErrorBody
+
+
+class Page(BaseModel, Generic[T]):
+    items: list[T]
+    total: int
+    limit: int
+    offset: int
+    next_offset: int | None
+
+
+class TracePublic(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    id: str
+    name: str
+    path: str = Field(description="relative to the storage root; usable as trace_file_path")
+    size_bytes: int
+    sha256: str
+    compression: str
+    trace_format: str
+    created_at: datetime
+
+
+class ReplayCreate(ReplaySpec):
+    """The original offline config. The trace is ``trace_id`` (an upload) or ``trace_file_path``
+    inside the storage root; the service publishes the facts under the job, so
+    ``output_result_path`` is ignored."""
+
+    trace_id: str | None = None
+    trace_file_path: str = ""
+    output_result_path: str = ""
+
+
+class LanePublic(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    lane: int
+    instance_id: str
+    state: str
+    requests: int
+    requests_total: int
+    blocks: int
+    blocks_total: int
+    unique_blocks: int | None
+    memory_bytes: int | None
+    expired_blocks: int | None
+    attempts: int
+    worker: str | None
+    error: str | None
+    started_at: datetime | None
+    finished_at: datetime | None
+
+
+class JobPublic(BaseModel):
+    id: str
+    kind: Literal["replay", "query"]
+    state: JobState
+    stage: str
+    source: str
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    error: str | None
+    attempts: int
+    cancel_requested: bool
+    progress: dict[str, Any]
+    stats: dict[str, Any]
+    spec: dict[str, Any]
+
+
+class ReplayPublic(JobPublic):
+    trace_id: str | None
+    lanes: list[LanePublic]
+    facts: dict[str, str] | None = Field(description="path (relative to storage) and URL of the published facts")
+
+
+class QueryCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    replay_id: str | None = Field(default=None, description="the replay whose facts to query")
+    facts_path: str | None = Field(default=None, description="or a facts file inside the storage root")
+    capacity_gb: list[float | str] = Field(min_length=1, description="binary GiB; negative = infinite")
+    targets: list[float] | None = Field(default=None, description="fractions of the infinite hit rate")
+
+
+class SummaryPublic(BaseModel):
+    instance_id: str | None
+    requests: int
+    total_input_tokens: int
+    capacity_gb: list[float]
+    total_hit_blocks: list[int]
+    total_hit_tokens: list[int]
+    hit_rates: list[float]
+
+
+class QueryPublic(JobPublic):
+    replay_id: str | None
+    instances: list[SummaryPublic]
+    total: SummaryPublic | None
+    links: dict[str, str]

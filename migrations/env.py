@@ -1,0 +1,35 @@
+"""Alembic environment: the URL comes from LiteHit's settings (or the caller's config)."""
+
+from __future__ import annotations
+
+from alembic import context
+from sqlalchemy import create_engine, pool
+
+from worker.db.models import Base
+from worker.settings import get_settings
+
+config = context.config
+url = config.get_main_option("sqlalchemy.url") or get_settings().db_url
+target_metadata = Base.metadata
+
+
+def run_offline() -> None:
+    context.configure(url=url, target_metadata=target_metadata, literal_binds=True, compare_type=True)
+    with context.begin_transaction():
+        context.run_migrations()
+
+
+def run_online() -> None:
+    engine = create_engine(url, poolclass=pool.NullPool)
+    with engine.connect() as connection:
+        context.configure(connection=connection, target_metadata=target_metadata, compare_type=True,
+                          render_as_batch=connection.dialect.name == "sqlite")  # fmt: skip
+        with context.begin_transaction():
+            context.run_migrations()
+    engine.dispose()
+
+
+if context.is_offline_mode():
+    run_offline()
+else:
+    run_online()

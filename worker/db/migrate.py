@@ -1,0 +1,32 @@
+"""Running the Alembic migrations from code (the CLI migrates its embedded SQLite on first use)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+
+from worker.db.session import ensure_sqlite_dir
+from worker.settings import get_settings
+
+__all__ = ["MIGRATIONS", "alembic_config", "downgrade", "upgrade"]
+
+MIGRATIONS = Path(__file__).resolve().parents[2] / "migrations"
+
+
+def alembic_config(url: str | None = None) -> Config:
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS))
+    cfg.set_main_option("sqlalchemy.url", (url or get_settings().db_url).replace("%", "%%"))
+    return cfg
+
+
+def upgrade(url: str | None = None, revision: str = "head") -> None:
+    url = url or get_settings().db_url
+    ensure_sqlite_dir(url)
+    command.upgrade(alembic_config(url), revision)
+
+
+def downgrade(url: str | None = None, revision: str = "base") -> None:
+    command.downgrade(alembic_config(url), revision)

@@ -1,0 +1,121 @@
+"""SQLAlchemy 2.x models. Alembic migrations in migrations/ create and remove them; nothing on a
+production path calls create_all."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import Any, ClassVar
+
+from sqlalchemy import JSON, BigInteger, Boolean, DateTime, Float, ForeignKey, Integer, String, Text, UniqueConstraint
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+__all__ = ["Base", "Job", "LaneRun", "QuerySummary", "Trace", "new_id", "utcnow"]
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def new_id() -> str:
+    return uuid.uuid4().hex
+
+
+class Base(DeclarativeBase):
+    type_annotation_map: ClassVar[dict[Any, Any]] = {dict[str, Any]: JSON, list[Any]: JSON}
+
+
+class Trace(Base):
+    """An uploaded trace file in shared storage."""
+
+    __tablename__ = "traces"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    name: Mapped[str] = mapped_column(String(255))
+    path: Mapped[str] = mapped_column(String(1024))  # relative to the storage root
+    size_bytes: Mapped[int] = mapped_column(BigInteger)
+    sha256: Mapped[str] = mapped_column(String(64), index=True)
+    compression: Mapped[str] = mapped_column(String(16))  # none | gzip | zstd
+    trace_format: Mapped[str] = mapped_column(String(32))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, index=True)
+
+
+class Job(Base):
+    """A replay or a query job. The row is the source of truth; Celery messages are transient."""
+
+    __tablename__ = "jobs"
+    __table_args__ = (UniqueConstraint("kind", "idempotency_key", name="uq_jobs_idempotency"),)
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    kind: Mapped[str] = mapped_column(String(16), index=True)  # replay | query
+    state: Mapped[str] = mapped_column(String(16), index=True, default="queued")
+    stage: Mapped[str] = mapped_column(String(16), default="queued")  # queued|parse|lanes|merge|query|done
+    source: Mapped[str] = mapped_column(String(8), default="api")  # api | cli
+    spec: Mapped[dict[str, Any]] = mapped_column(JSON)
+    idempotency_key: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    request_hash: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    trace_id: Mapped[str | None] = mapped_column(ForeignKey("traces.id"), nullable=True)
+    parent_id: Mapped[str | None] = mapped_column(ForeignKey("jobs.id"), nullable=True, index=True)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    stats: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    progress: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    output_path: Mapped[str | None] = mapped_column(String(1024), nullable=True)  # relative to storage
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False)
+    heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, index=True)
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+    lanes: Mapped[list[LaneRun]] = relationship(
+        back_populates="job", order_by="LaneRun.lane", cascade="all, delete-orphan"
+    )
+    summaries: Mapped[list[QuerySummary]] = relationship(
+        back_populates="job", order_by="(QuerySummary.is_total, QuerySummary.instance_id, QuerySummary.slot)",
+        cascade="all, delete-orphan",
+    )  # fmt: skip
+
+
+class LaneRun(Base):
+    """One lane of a replay job: its own row, so parallel lane tasks never write the same row."""
+
+    __tablename__ = "lane_runs"
+
+    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), primary_key=True)
+    lane: Mapped[int] = mapped_column(Integer, primary_key=True)
+    instance_id: Mapped[str] = mapped_column(String(255))
+    state: Mapped[str] = mapped_column(String(16), default="queued")  # queued|running|succeeded|failed
+    requests_total: Mapped[int] = mapped_column(BigInteger, default=0)
+    blocks_total: Mapped[int] = mapped_column(BigInteger, default=0)
+    requests: Mapped[int] = mapped_column(BigInteger, default=0)
+    blocks: Mapped[int] = mapped_column(BigInteger, default=0)
+    unique_blocks: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    memory_bytes: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    expired_blocks: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    worker: Mapped[str | None] = mapped_column(String(255), nullable=True)  # host:pid of the last run
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+    job: Mapped[Job] = relationship(back_populates="lanes")
+
+
+class QuerySummary(Base):
+    """One (instance, capacity slot) of a query job, or the total over instances."""
+
+    __tablename__ = "query_summaries"
+
+    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), primary_key=True)
+    is_total: Mapped[bool] = mapped_column(Boolean, primary_key=True)
+    instance_id: Mapped[str] = mapped_column(String(255), primary_key=True)  # "" for the total
+    slot: Mapped[int] = mapped_column(Integer, primary_key=True)
+    capacity_gb: Mapped[float] = mapped_column(Float)
+    requests: Mapped[int] = mapped_column(BigInteger)
+    total_input_tokens: Mapped[int] = mapped_column(BigInteger)
+    total_hit_blocks: Mapped[int] = mapped_column(BigInteger)
+    total_hit_tokens: Mapped[int] = mapped_column(BigInteger)
+    hit_rate: Mapped[float] = mapped_column(Float)
+
+    job: Mapped[Job] = relationship(back_populates="summaries")

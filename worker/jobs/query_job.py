@@ -1,0 +1,173 @@
+"""Query jobs: project published facts at capacities, store one summary row per (instance,
+capacity slot) plus the totals in SQL, and write the per-request JSONL, the exact curve and a
+plot to storage."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import delete, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from worker.curve import exact_curves
+from worker.db.models import Job, QuerySummary, utcnow
+from worker.errors import ConfigError, ConfigIssue, LiteHitError, QueryError, StorageError
+from worker.jobs.replay_job import IdempotencyConflict, request_hash
+from worker.jobs.state import claim_job_stage, fail_job
+from worker.jobs.transient import TRANSIENT
+from worker.plot import plot_facts
+from worker.publish import AtomicPublisher
+from worker.query import DEFAULT_TARGETS, QueryResult, Summary, parse_capacities, query_facts
+from worker.settings import Settings
+from worker.storage import Storage
+
+__all__ = ["QUERY_TASK", "create_query_job", "record_summaries", "run_query"]
+
+QUERY_TASK = "litehit.query.run"
+REQUESTS_FILE = "requests.jsonl"
+CURVE_FILE = "curve.json"
+PLOT_FILE = "hit_rate.png"
+
+
+def create_query_job(
+    session: Session,
+    storage: Storage,
+    *,
+    capacity_gb: list[float | str],
+    replay_id: str | None = None,
+    facts_path: str | None = None,
+    targets: list[float] | None = None,
+    idempotency_key: str | None = None,
+    source: str = "api",
+) -> tuple[Job, bool]:
+    """Stores a queued query job over a replay's facts (or a facts file in the storage root)."""
+    body = {"replay_id": replay_id, "facts_path": facts_path, "capacity_gb": capacity_gb, "targets": targets}
+    digest = request_hash(body)
+    if idempotency_key:
+        existing = session.scalars(
+            select(Job).where(Job.kind == "query", Job.idempotency_key == idempotency_key)
+        ).first()
+        if existing is not None:
+            if existing.request_hash != digest:
+                raise IdempotencyConflict(f"Idempotency-Key {idempotency_key!r} was used for a different request")
+            return existing, False
+    try:
+        slots = parse_capacities([str(c) for c in capacity_gb])
+    except QueryError as exc:
+        raise ConfigError([ConfigIssue("capacity_gb", capacity_gb, str(exc))]) from None
+    for i, t in enumerate(targets or []):
+        if not 0 < t <= 1:
+            raise ConfigError([ConfigIssue(f"targets[{i}]", t, "target fractions must be in (0, 1]")])
+    if (replay_id is None) == (facts_path is None):
+        raise ConfigError([ConfigIssue("replay_id", replay_id, "give exactly one of replay_id and facts_path")])
+    parent: Job | None = None
+    if replay_id is not None:
+        parent = session.get(Job, replay_id)
+        if parent is None or parent.kind != "replay":
+            raise ConfigError([ConfigIssue("replay_id", replay_id, "no replay job with this id")])
+        relative = None
+    else:
+        try:
+            relative = storage.relative(storage.user_path(facts_path or ""))
+        except StorageError as exc:
+            raise ConfigError([ConfigIssue("facts_path", facts_path, str(exc))]) from None
+    spec = {"capacity_gb": [s.capacity_gb for s in slots], "targets": targets or list(DEFAULT_TARGETS),
+            "facts_path": relative}  # fmt: skip
+    job = Job(kind="query", spec=spec, parent_id=parent.id if parent else None, idempotency_key=idempotency_key or None,
+              request_hash=digest, source=source, stats={}, progress={})  # fmt: skip
+    session.add(job)
+    try:
+        session.commit()
+    except IntegrityError:
+        session.rollback()
+        if not idempotency_key:
+            raise
+        return create_query_job(session, storage, capacity_gb=capacity_gb, replay_id=replay_id, facts_path=facts_path,
+                                targets=targets, idempotency_key=idempotency_key, source=source)  # fmt: skip
+    return job, True
+
+
+def facts_of(session: Session, storage: Storage, job: Job) -> Path:
+    if job.spec.get("facts_path"):
+        return storage.absolute(job.spec["facts_path"])
+    parent = session.get(Job, job.parent_id) if job.parent_id else None
+    if parent is None or parent.state != "succeeded" or not parent.output_path:
+        state = parent.state if parent else "missing"
+        raise QueryError(f"the replay {job.parent_id} has no published facts (it is {state})")
+    return storage.absolute(parent.output_path)
+
+
+def record_summaries(session: Session, job_id: str, result: QueryResult) -> None:
+    """One row per (instance, slot) and per slot of the total; replaces earlier rows."""
+    session.execute(delete(QuerySummary).where(QuerySummary.job_id == job_id))
+
+    def rows(summary: Summary, is_total: bool) -> list[QuerySummary]:
+        name = "" if summary.instance_id is None else summary.instance_id.decode("utf-8", "replace")
+        return [
+            QuerySummary(
+                job_id=job_id,
+                is_total=is_total,
+                instance_id=name,
+                slot=i,
+                capacity_gb=slot.capacity_gb,
+                requests=summary.requests,
+                total_input_tokens=summary.total_input_tokens,
+                total_hit_blocks=summary.total_hit_blocks[i],
+                total_hit_tokens=summary.total_hit_tokens[i],
+                hit_rate=summary.hit_rates[i],
+            )
+            for i, slot in enumerate(result.slots)
+        ]
+
+    for summary in result.instances:
+        session.add_all(rows(summary, False))
+    session.add_all(rows(result.total, True))
+
+
+def run_query(session: Session, settings: Settings, job_id: str) -> str:
+    storage = Storage(settings.storage)
+    if not claim_job_stage(session, job_id, ("queued", "query"), "query", settings.stale_after_s):
+        return "skipped"
+    job = session.get(Job, job_id)
+    assert job is not None
+    out = storage.query_dir(job_id)
+    try:
+        facts = facts_of(session, storage, job)
+        out.mkdir(parents=True, exist_ok=True)
+        slots = parse_capacities([str(c) for c in job.spec["capacity_gb"]])
+        with AtomicPublisher(out / REQUESTS_FILE) as pub:
+            result = query_facts(facts, slots, pub)
+            pub.commit()
+        curves = exact_curves(facts, job.spec["targets"])
+        with AtomicPublisher(out / CURVE_FILE) as pub:
+            pub.write(json.dumps({"instances": [c.as_dict() for c in curves]}).encode())
+            pub.commit()
+        plot_facts(facts, out, capacities=[s for s in slots if not s.infinite], formats=("png",))
+    except TRANSIENT:
+        raise
+    except Exception as exc:
+        reason = str(exc) if isinstance(exc, LiteHitError) else f"internal error: {type(exc).__name__}: {exc}"
+        fail_job(session, job_id, reason)
+        return "failed"
+    record_summaries(session, job_id, result)
+    job = session.get(Job, job_id)
+    assert job is not None
+    job.stats = {"rows": result.rows, "instances": len(result.instances),
+                 "targets": _targets(curves)}  # fmt: skip
+    job.output_path = storage.relative(out)
+    job.state, job.stage, job.finished_at = "succeeded", "done", utcnow()
+    session.commit()
+    return "succeeded"
+
+
+def _targets(curves: list[Any]) -> dict[str, Any]:
+    return {
+        c.instance_id: {
+            "infinite_hit_rate": c.plateau.hit_rate,
+            "capacity_gib_for": {str(f): c.point(i).capacity_gib for f, i in sorted(c.targets.items())},
+        }
+        for c in curves
+    }

@@ -1,0 +1,299 @@
+"""Replay jobs of the service: submit, then parse once -> one task per lane -> merge + publish.
+
+Every function takes ids, reads the job row, does its stage through worker.replay.staged and
+records the outcome on the row. ``enqueue(task_name, *args)`` is passed in (Celery in the
+service, a direct call in tests).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import delete, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from worker.db.models import Job, LaneRun, Trace, utcnow
+from worker.errors import ConfigError, ConfigIssue, LiteHitError, StorageError
+from worker.jobs.state import (
+    claim_job_stage,
+    claim_lane,
+    fail_job,
+    finish_lane,
+    heartbeat_job,
+    heartbeat_lane,
+    job_should_stop,
+    try_start_merge,
+)
+from worker.jobs.transient import TRANSIENT
+from worker.replay.runner import FACTS_FILE, Progress, ReplayCancelled
+from worker.replay.staged import lane_stage, merge_stage, parse_stage, read_manifest
+from worker.settings import Settings
+from worker.spec import ReplaySpec, parse_replay_spec
+from worker.storage import Storage
+from worker.traces.formats import detect_format
+
+__all__ = [
+    "LANE_TASK",
+    "MERGE_TASK",
+    "PARSE_TASK",
+    "Enqueue",
+    "IdempotencyConflict",
+    "create_replay_job",
+    "run_lane",
+    "run_merge",
+    "run_parse",
+    "runtime_spec",
+]
+
+PARSE_TASK = "litehit.replay.parse"
+LANE_TASK = "litehit.replay.lane"
+MERGE_TASK = "litehit.replay.merge"
+
+Enqueue = Callable[..., None]
+
+
+class IdempotencyConflict(LiteHitError):
+    """The Idempotency-Key was used before with a different request."""
+
+
+@dataclass
+class _Throttle:
+    """Calls fn at most every `every` seconds (progress heartbeats)."""
+
+    every: float
+    last: float = 0.0
+
+    def due(self) -> bool:
+        now = time.monotonic()
+        if now - self.last >= self.every:
+            self.last = now
+            return True
+        return False
+
+
+def request_hash(body: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def create_replay_job(
+    session: Session,
+    storage: Storage,
+    config: dict[str, Any],
+    *,
+    trace_id: str | None = None,
+    idempotency_key: str | None = None,
+    source: str = "api",
+) -> tuple[Job, bool]:
+    """Validates a replay request and stores it as a queued job. Returns (job, created); an
+    existing job comes back for a repeated Idempotency-Key with the same request.
+
+    The trace is an uploaded trace id, or trace_file_path inside the storage root. The facts are
+    published under the job (an output_result_path in the config is ignored)."""
+    body = {"config": config, "trace_id": trace_id}
+    digest = request_hash(body)
+    if idempotency_key:
+        existing = session.scalars(
+            select(Job).where(Job.kind == "replay", Job.idempotency_key == idempotency_key)
+        ).first()
+        if existing is not None:
+            if existing.request_hash != digest:
+                raise IdempotencyConflict(f"Idempotency-Key {idempotency_key!r} was used for a different request")
+            return existing, False
+    config = dict(config)
+    config.pop("output_result_path", None)
+    issues: list[ConfigIssue] = []
+    spec: ReplaySpec | None = None
+    try:  # the config itself first, so that every field error is reported
+        spec = parse_replay_spec({**config, "trace_file_path": "<trace>", "output_result_path": "<job>"})
+    except ConfigError as exc:
+        issues += exc.issues
+    trace: Trace | None = None
+    path = None
+    if trace_id is not None:
+        trace = session.get(Trace, trace_id)
+        if trace is None:
+            issues.append(ConfigIssue("trace_id", trace_id, "no uploaded trace with this id"))
+        else:
+            path = storage.absolute(trace.path)
+    else:
+        text = config.get("trace_file_path")
+        try:
+            if not isinstance(text, str) or not text:
+                raise StorageError("give trace_id or a trace_file_path in the storage root")
+            path = storage.user_path(text)
+        except StorageError as exc:
+            issues.append(ConfigIssue("trace_file_path", text, str(exc)))
+    if issues or spec is None or path is None:
+        raise ConfigError(issues)
+    config["trace_file_path"] = storage.relative(path)
+    if spec.trace_format is None:
+        try:
+            fmt = trace.trace_format if trace is not None else detect_format(path)
+        except LiteHitError as exc:
+            raise ConfigError([ConfigIssue("trace_format", None, str(exc))]) from None
+        if fmt is None:
+            raise ConfigError([ConfigIssue("trace_file_path", config["trace_file_path"], "the trace has no rows")])
+        config["trace_format"] = str(fmt)
+    job = Job(kind="replay", spec=config, idempotency_key=idempotency_key or None, request_hash=digest,
+              trace_id=trace.id if trace else None, source=source, stats={}, progress={})  # fmt: skip
+    session.add(job)
+    try:
+        session.commit()
+    except IntegrityError:  # a concurrent request with the same key won the race
+        session.rollback()
+        if not idempotency_key:
+            raise
+        return create_replay_job(
+            session, storage, config, trace_id=trace_id, idempotency_key=idempotency_key, source=source
+        )
+    return job, True
+
+
+def runtime_spec(job: Job, storage: Storage) -> ReplaySpec:
+    """The job's spec with paths resolved inside the storage root."""
+    data = dict(job.spec)
+    data["trace_file_path"] = str(storage.absolute(data["trace_file_path"]))
+    data["output_result_path"] = str(storage.out_dir(job.id))
+    return parse_replay_spec(data)
+
+
+def _fail_from(session: Session, storage: Storage, job_id: str, exc: BaseException) -> None:
+    state = "cancelled" if isinstance(exc, ReplayCancelled) else "failed"
+    reason = str(exc) if isinstance(exc, LiteHitError) else f"internal error: {type(exc).__name__}: {exc}"
+    if fail_job(session, job_id, reason, state=state):
+        storage.remove_work(job_id)
+
+
+def run_parse(session: Session, settings: Settings, job_id: str, enqueue: Enqueue) -> str:
+    """Stage 1: scan, validate, route and normalize the trace once; then one task per lane."""
+    storage = Storage(settings.storage)
+    if not claim_job_stage(session, job_id, ("queued", "parse"), "parse", settings.stale_after_s):
+        return "skipped"
+    job = session.get(Job, job_id)
+    assert job is not None
+    throttle = _Throttle(settings.heartbeat_s)
+
+    def progress(p: Progress) -> None:
+        if throttle.due():
+            heartbeat_job(session, job_id, progress={"stage": "parse", "lines": p.lines, "reads": p.reads,
+                                                     "blocks": p.blocks, "bytes_read": p.bytes_read,
+                                                     "bytes_total": p.bytes_total})  # fmt: skip
+
+    stop_throttle = _Throttle(settings.heartbeat_s)
+
+    def should_stop() -> bool:
+        return stop_throttle.due() and job_should_stop(session, job_id)
+
+    try:
+        spec = runtime_spec(job, storage)
+        work = storage.work_dir(job_id)
+        storage.remove_work(job_id)
+        manifest = parse_stage(spec, work, on_progress=progress, should_stop=should_stop)
+    except TRANSIENT:
+        raise
+    except Exception as exc:  # every failure ends the job with its reason
+        _fail_from(session, storage, job_id, exc)
+        return "failed"
+    session.execute(delete(LaneRun).where(LaneRun.job_id == job_id))
+    for i, inst in enumerate(spec.instances):
+        session.add(LaneRun(job_id=job_id, lane=i, instance_id=inst.instance_id, state="queued",
+                            requests_total=manifest.lane_requests[i], blocks_total=manifest.lane_blocks[i]))  # fmt: skip
+    job = session.get(Job, job_id)
+    assert job is not None
+    job.stage = "lanes"
+    job.heartbeat_at = utcnow()
+    job.progress = {"stage": "lanes", "lines": manifest.lines, "reads": manifest.reads, "blocks": manifest.blocks}
+    job.stats = {"trace_format": manifest.trace_format, "lines": manifest.lines, "rows": manifest.rows,
+                 "reads": manifest.reads, "blocks": manifest.blocks, "parse_seconds": round(manifest.parse_s, 3)}  # fmt: skip
+    session.commit()
+    for i in range(len(spec.instances)):
+        enqueue(LANE_TASK, job_id, i)
+    return "parsed"
+
+
+def run_lane(session: Session, settings: Settings, job_id: str, lane: int, enqueue: Enqueue) -> str:
+    """Stage 2 (one per lane, in parallel): replay one lane's requests in order."""
+    storage = Storage(settings.storage)
+    claim = claim_lane(session, job_id, lane, settings.stale_after_s, settings.task_max_attempts)
+    if claim == "exhausted":
+        fail_job(session, job_id, f"lane {lane}: gave up after {settings.task_max_attempts} attempts (worker lost?)")
+        storage.remove_work(job_id)
+        return claim
+    if claim != "claimed":
+        return claim
+    job = session.get(Job, job_id)
+    assert job is not None
+    throttle = _Throttle(settings.heartbeat_s)
+    stop_throttle = _Throttle(settings.heartbeat_s)
+
+    def progress(requests: int, blocks: int) -> None:
+        if throttle.due():
+            heartbeat_lane(session, job_id, lane, requests=requests, blocks=blocks)
+
+    def should_stop() -> bool:
+        return stop_throttle.due() and job_should_stop(session, job_id)
+
+    try:
+        stats = lane_stage(runtime_spec(job, storage), storage.work_dir(job_id), lane, on_progress=progress,
+                           should_stop=should_stop)  # fmt: skip
+    except TRANSIENT:
+        raise
+    except Exception as exc:
+        name = next((r.instance_id for r in job.lanes if r.lane == lane), str(lane))
+        finish_lane(session, job_id, lane, "failed", error=str(exc))
+        if isinstance(exc, ReplayCancelled):
+            _fail_from(session, storage, job_id, exc)
+        else:
+            detail = str(exc) if isinstance(exc, LiteHitError) else f"internal error: {type(exc).__name__}: {exc}"
+            if fail_job(session, job_id, f"lane {name}: {detail}"):
+                storage.remove_work(job_id)
+        return "failed"
+    finish_lane(session, job_id, lane, "succeeded", requests=stats.requests, blocks=stats.blocks,
+                unique_blocks=stats.unique_blocks, memory_bytes=stats.memory_bytes,
+                expired_blocks=stats.expired_blocks)  # fmt: skip
+    if try_start_merge(session, job_id):
+        enqueue(MERGE_TASK, job_id)
+    return "succeeded"
+
+
+def run_merge(session: Session, settings: Settings, job_id: str) -> str:
+    """Stage 3: merge the lanes in input order and publish litehit_facts.csv atomically."""
+    storage = Storage(settings.storage)
+    if not claim_job_stage(session, job_id, ("merge",), "merge", settings.stale_after_s):
+        return "skipped"
+    job = session.get(Job, job_id)
+    assert job is not None
+    try:
+        spec = runtime_spec(job, storage)
+        Path(spec.output_result_path).mkdir(parents=True, exist_ok=True)
+        result = merge_stage(spec, storage.work_dir(job_id))
+        manifest = read_manifest(storage.work_dir(job_id))
+    except TRANSIENT:
+        raise
+    except Exception as exc:
+        _fail_from(session, storage, job_id, exc)
+        return "failed"
+    job = session.get(Job, job_id)
+    assert job is not None
+    lanes = [
+        {"instance_id": r.instance_id, "requests": r.requests, "blocks": r.blocks, "unique_blocks": r.unique_blocks,
+         "memory_bytes": r.memory_bytes, "expired_blocks": r.expired_blocks}
+        for r in job.lanes
+    ]  # fmt: skip
+    job.stats = {**job.stats, "facts_rows": result.facts_rows, "lanes": lanes,
+                 "engine_memory_bytes": sum(r["memory_bytes"] or 0 for r in lanes),
+                 "unique_blocks": sum(r["unique_blocks"] or 0 for r in lanes),
+                 "trace_format": manifest.trace_format}  # fmt: skip
+    job.output_path = storage.relative(Path(spec.output_result_path) / FACTS_FILE)
+    job.state, job.stage, job.finished_at = "succeeded", "done", utcnow()
+    job.progress = {**job.progress, "stage": "done"}
+    session.commit()
+    storage.remove_work(job_id)
+    return "succeeded"

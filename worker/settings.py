@@ -1,0 +1,63 @@
+"""All configuration, read once from the environment (prefix LITEHIT_) by api, worker and CLI.
+
+Every variable is documented in .env.example. With nothing set, LiteHit runs embedded: a SQLite
+file and the storage root under ~/.litehit, no servers needed (the CLI). The HTTP service needs
+a broker (Redis) and usually PostgreSQL.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+__all__ = ["Settings", "get_settings"]
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="LITEHIT_", env_file=".env", env_ignore_empty=True, extra="ignore")
+
+    home: Path = Field(default=Path.home() / ".litehit", description="base for the embedded defaults")
+    storage_root: Path | None = Field(default=None, description="shared storage: uploads and job outputs")
+    database_url: str | None = Field(default=None, description="SQLAlchemy URL; default sqlite under home")
+    broker_url: str = "redis://127.0.0.1:6379/0"
+    result_backend: str = "redis://127.0.0.1:6379/1"
+    api_token: str | None = Field(default=None, description="when set, every /v1 route needs this bearer token")
+    max_upload_bytes: int = 20 << 30
+    visibility_timeout_s: int = 6 * 3600
+    task_soft_time_limit_s: int = 5 * 3600
+    task_max_attempts: int = 3
+    heartbeat_s: float = 2.0
+    stale_after_s: float = 30.0
+    sweep_interval_s: float = 10.0
+    queue: str = "litehit"
+    page_size_max: int = 500
+    online_snapshot_s: float = 10.0
+    online_queue_prefix: str = "litehit-online"
+    online_shards: int = 1
+
+    @field_validator("database_url")
+    @classmethod
+    def _driver(cls, url: str | None) -> str | None:
+        """postgres:// and postgresql:// URLs use the psycopg 3 driver."""
+        if url is None:
+            return None
+        for prefix in ("postgres://", "postgresql://"):
+            if url.startswith(prefix):
+                return "postgresql+psycopg://" + url[len(prefix) :]
+        return url
+
+    @property
+    def storage(self) -> Path:
+        return (self.storage_root or self.home / "storage").resolve()
+
+    @property
+    def db_url(self) -> str:
+        return self.database_url or f"sqlite:///{(self.home / 'litehit.db').resolve()}"
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    return Settings()

@@ -1,0 +1,46 @@
+"""Celery tasks: thin adapters that take ids, open a session and call the job functions.
+
+Transient errors (database or broker briefly down) are retried with backoff; everything else
+is recorded on the job row by the job functions themselves.
+"""
+
+from __future__ import annotations
+
+from worker.celery_app import app, enqueue
+from worker.db.session import session_scope
+from worker.jobs.query_job import QUERY_TASK, run_query
+from worker.jobs.replay_job import LANE_TASK, MERGE_TASK, PARSE_TASK, run_lane, run_merge, run_parse
+from worker.jobs.transient import TRANSIENT
+from worker.settings import get_settings
+
+RETRY = {
+    "autoretry_for": TRANSIENT,
+    "retry_backoff": 1,
+    "retry_backoff_max": 30,
+    "max_retries": 8,
+    "retry_jitter": True,
+}
+
+
+@app.task(name=PARSE_TASK, **RETRY)
+def replay_parse(job_id: str) -> str:
+    with session_scope() as session:
+        return run_parse(session, get_settings(), job_id, enqueue)
+
+
+@app.task(name=LANE_TASK, **RETRY)
+def replay_lane(job_id: str, lane: int) -> str:
+    with session_scope() as session:
+        return run_lane(session, get_settings(), job_id, lane, enqueue)
+
+
+@app.task(name=MERGE_TASK, **RETRY)
+def replay_merge(job_id: str) -> str:
+    with session_scope() as session:
+        return run_merge(session, get_settings(), job_id)
+
+
+@app.task(name=QUERY_TASK, **RETRY)
+def query_run(job_id: str) -> str:
+    with session_scope() as session:
+        return run_query(session, get_settings(), job_id)
