@@ -1,9 +1,14 @@
-"""Dependencies of the routes: settings, database session, storage, auth and the enqueuer."""
+"""Dependencies of the routes: settings, database session, storage, auth and the enqueuer.
+
+They are ``async`` although they do no I/O: FastAPI then calls them on the event loop instead
+of handing each one to the thread pool, which matters at hundreds of requests per second."""
 
 from __future__ import annotations
 
+import functools
 import hmac
-from collections.abc import Iterator
+import os
+from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
 from fastapi import Depends, Header, Request
@@ -15,7 +20,7 @@ from worker.settings import Settings
 from worker.storage import Storage
 
 
-def get_app_settings(request: Request) -> Settings:
+async def get_app_settings(request: Request) -> Settings:
     settings: Settings = request.app.state.settings
     return settings
 
@@ -23,8 +28,18 @@ def get_app_settings(request: Request) -> Settings:
 SettingsDep = Annotated[Settings, Depends(get_app_settings)]
 
 
-def get_session(settings: SettingsDep) -> Iterator[Session]:
-    session = sessionmaker(get_engine(settings.db_url), expire_on_commit=False)()
+@functools.cache
+def _sessions(url: str, pid: int, read_only: bool) -> sessionmaker[Session]:
+    engine = get_engine(url)
+    if read_only:
+        engine = engine.execution_options(isolation_level="AUTOCOMMIT")
+    return sessionmaker(engine, expire_on_commit=False)
+
+
+async def get_session(request: Request, settings: SettingsDep) -> AsyncIterator[Session]:
+    """A session per request. GET requests only read: their connection runs in autocommit
+    mode, which saves the BEGIN/ROLLBACK round trips of a transaction."""
+    session = _sessions(settings.db_url, os.getpid(), request.method == "GET")()
     try:
         yield session
     finally:
@@ -34,21 +49,21 @@ def get_session(settings: SettingsDep) -> Iterator[Session]:
 SessionDep = Annotated[Session, Depends(get_session)]
 
 
-def get_storage(settings: SettingsDep) -> Storage:
+async def get_storage(settings: SettingsDep) -> Storage:
     return Storage(settings.storage)
 
 
 StorageDep = Annotated[Storage, Depends(get_storage)]
 
 
-def get_enqueue(request: Request) -> Any:
+async def get_enqueue(request: Request) -> Any:
     return request.app.state.enqueue
 
 
 EnqueueDep = Annotated[Any, Depends(get_enqueue)]
 
 
-def require_token(settings: SettingsDep, authorization: Annotated[str | None, Header()] = None) -> None:
+async def require_token(settings: SettingsDep, authorization: Annotated[str | None, Header()] = None) -> None:
     """When LITEHIT_API_TOKEN is set, every /v1 route needs ``Authorization: Bearer <token>``."""
     if not settings.api_token:
         return

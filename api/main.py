@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -52,6 +53,12 @@ def create_app(settings: Settings | None = None, *, enqueue: Callable[..., None]
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         Storage(settings.storage).ensure()
+        # As many request threads as database connections: no thread waits for a connection,
+        # and fewer threads contend for the GIL under load.
+        anyio.to_thread.current_default_thread_limiter().total_tokens = settings.db_pool_size
+        # The app's long-lived objects never become garbage: keep the collector from rescanning
+        # them, which would otherwise show up as latency spikes.
+        gc.freeze()
         task = asyncio.create_task(_sweeper(settings, send)) if settings.sweep_interval_s > 0 else None
         yield
         if task is not None:

@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
 from pathlib import Path
 
-import pytest
+# Every test (and every CLI child process) uses a private LiteHit home: the embedded SQLite
+# database and storage of the machine running the tests are never touched.
+for _name in [k for k in os.environ if k.startswith("LITEHIT_")]:
+    del os.environ[_name]
+os.environ["LITEHIT_HOME"] = tempfile.mkdtemp(prefix="litehit-test-home-")
+
+import pytest  # noqa: E402 (after the environment is isolated)
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "examples" / "data"

@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 
 from core_c.lane import CUT_COLD, CUT_EXPIRED
+from worker.capacity import CapacitySlot
 from worker.facts import FactsStream
-from worker.query import CapacitySlot
 
 __all__ = ["Attribution", "attribute_misses"]
 

@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from worker.capacity import DEFAULT_TARGETS, GIB
 from worker.facts import FactsStream
-from worker.query import DEFAULT_TARGETS, GIB
 
 __all__ = ["CurvePoint", "InstanceCurve", "exact_curves"]
 

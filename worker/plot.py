@@ -20,8 +20,8 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter, PercentFormatter  # noqa: E402
 
 from worker.attribution import Attribution, attribute_misses  # noqa: E402
+from worker.capacity import GIB, CapacitySlot  # noqa: E402
 from worker.curve import InstanceCurve, exact_curves  # noqa: E402
-from worker.query import GIB, CapacitySlot  # noqa: E402
 
 __all__ = ["plot_facts"]
 

@@ -15,9 +15,8 @@ from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session
 
 from worker.db.models import Job, LaneRun, utcnow
-from worker.jobs.query_job import QUERY_TASK
-from worker.jobs.replay_job import LANE_TASK, MERGE_TASK, PARSE_TASK, Enqueue
 from worker.jobs.state import fail_job
+from worker.jobs.submit import LANE_TASK, MERGE_TASK, PARSE_TASK, QUERY_TASK, Enqueue
 from worker.settings import Settings
 from worker.storage import Storage
 

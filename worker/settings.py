@@ -32,11 +32,17 @@ class Settings(BaseSettings):
     heartbeat_s: float = 2.0
     stale_after_s: float = 30.0
     sweep_interval_s: float = 10.0
+    db_pool_size: int = Field(default=16, description="database connections per process (API request threads too)")
     queue: str = "litehit"
-    page_size_max: int = 500
+    record_jobs: bool = Field(default=True, description="the CLI records its runs in the database")
     online_snapshot_s: float = 10.0
     online_queue_prefix: str = "litehit-online"
     online_shards: int = 1
+
+    @field_validator("home", "storage_root")
+    @classmethod
+    def _expand(cls, path: Path | None) -> Path | None:
+        return path.expanduser() if path is not None else None
 
     @field_validator("database_url")
     @classmethod

@@ -16,7 +16,11 @@ from pathlib import Path, PurePosixPath
 
 from worker.errors import StorageError
 
-__all__ = ["Storage"]
+__all__ = ["CURVE_FILE", "PLOT_FILE", "REQUESTS_FILE", "Storage"]
+
+REQUESTS_FILE = "requests.jsonl"  # in a query job's directory
+CURVE_FILE = "curve.json"
+PLOT_FILE = "hit_rate.png"
 
 
 class Storage:

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from worker.celery_app import app, enqueue
 from worker.db.session import session_scope
-from worker.jobs.query_job import QUERY_TASK, run_query
-from worker.jobs.replay_job import LANE_TASK, MERGE_TASK, PARSE_TASK, run_lane, run_merge, run_parse
+from worker.jobs.query_job import run_query
+from worker.jobs.replay_job import run_lane, run_merge, run_parse
+from worker.jobs.submit import LANE_TASK, MERGE_TASK, PARSE_TASK, QUERY_TASK
 from worker.jobs.transient import TRANSIENT
 from worker.settings import get_settings
 

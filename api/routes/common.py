@@ -4,18 +4,24 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
+from fastapi import Response
+from pydantic import BaseModel
 from sqlalchemy import Select, func, select
 from sqlalchemy.orm import Session
 
 from api.errors import ApiError
-from worker.db.models import Job
+from worker.db.models import Job, LaneRun, QuerySummary
 
 T = TypeVar("T")
 
 
-def paginate(session: Session, query: Select[Any], limit: int, offset: int) -> tuple[list[Any], int, int | None]:
+def paginate(
+    session: Session, query: Select[Any], limit: int, offset: int, *, rows: bool = False
+) -> tuple[list[Any], int, int | None]:
+    """A page of ORM objects (or, with rows, of Core rows as dicts), the total and the next offset."""
     total = session.scalar(select(func.count()).select_from(query.order_by(None).subquery())) or 0
-    items = list(session.scalars(query.limit(limit).offset(offset)))
+    page = query.limit(limit).offset(offset)
+    items = [dict(r) for r in session.execute(page).mappings()] if rows else list(session.scalars(page))
     next_offset = offset + len(items) if offset + len(items) < total else None
     return items, int(total), next_offset
 
@@ -25,3 +31,40 @@ def job_or_404(session: Session, job_id: str, kind: str) -> Job:
     if job is None or job.kind != kind:
         raise ApiError(404, "not_found", f"no {kind} job with id {job_id}")
     return job
+
+
+def fast_json(model: type[BaseModel], data: dict[str, Any]) -> Response:
+    """Validates and serializes with pydantic-core in one step: status polling is the hot path
+    and FastAPI's generic encoder costs more than the database round trips."""
+    return Response(model.model_validate(data).model_dump_json(), media_type="application/json")
+
+
+# Reads for the views use Core rows, not ORM objects: status polling is the hot path.
+JOBS, LANES, SUMMARIES = Job.__table__, LaneRun.__table__, QuerySummary.__table__
+
+
+def job_row(session: Session, job_id: str, kind: str) -> dict[str, Any]:
+    row = session.execute(select(JOBS).where(JOBS.c.id == job_id)).mappings().first()
+    if row is None or row["kind"] != kind:
+        raise ApiError(404, "not_found", f"no {kind} job with id {job_id}")
+    return dict(row)
+
+
+def lane_rows(session: Session, job_ids: list[str]) -> dict[str, list[dict[str, Any]]]:
+    out: dict[str, list[dict[str, Any]]] = {i: [] for i in job_ids}
+    query = select(LANES).where(LANES.c.job_id.in_(job_ids)).order_by(LANES.c.job_id, LANES.c.lane)
+    for row in session.execute(query).mappings():
+        out[row["job_id"]].append(dict(row))
+    return out
+
+
+def summary_rows(session: Session, job_ids: list[str]) -> dict[str, list[dict[str, Any]]]:
+    out: dict[str, list[dict[str, Any]]] = {i: [] for i in job_ids}
+    query = (
+        select(SUMMARIES)
+        .where(SUMMARIES.c.job_id.in_(job_ids))
+        .order_by(SUMMARIES.c.job_id, SUMMARIES.c.is_total, SUMMARIES.c.instance_id, SUMMARIES.c.slot)
+    )
+    for row in session.execute(query).mappings():
+        out[row["job_id"]].append(dict(row))
+    return out

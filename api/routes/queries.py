@@ -10,40 +10,42 @@ from sqlalchemy import select
 
 from api.deps import EnqueueDep, SessionDep, StorageDep
 from api.errors import ApiError
-from api.routes.common import job_or_404, paginate
-from api.routes.replays import _job_fields, submit
+from api.routes.common import JOBS, fast_json, job_or_404, job_row, paginate, summary_rows
+from api.routes.replays import submit
 from api.schemas import ErrorResponse, Page, QueryCreate, QueryPublic
-from worker.db.models import Job
-from worker.jobs.query_job import CURVE_FILE, PLOT_FILE, QUERY_TASK, REQUESTS_FILE, create_query_job
-from worker.jobs.replay_job import IdempotencyConflict
+from worker.jobs.submit import QUERY_TASK, IdempotencyConflict, create_query_job
+from worker.storage import CURVE_FILE, PLOT_FILE, REQUESTS_FILE
 
 router = APIRouter(prefix="/queries", tags=["queries"])
 
 
-def query_view(job: Job) -> dict[str, Any]:
+def query_view(job: dict[str, Any], summaries: list[dict[str, Any]]) -> dict[str, Any]:
     instances: dict[str, dict[str, Any]] = {}
     total: dict[str, Any] | None = None
-    for row in job.summaries:
-        key = "" if row.is_total else row.instance_id
-        entry = instances.get(key) if not row.is_total else total
+    for row in summaries:
+        entry = total if row["is_total"] else instances.get(row["instance_id"])
         if entry is None:
-            entry = {"instance_id": None if row.is_total else row.instance_id, "requests": row.requests,
-                     "total_input_tokens": row.total_input_tokens, "capacity_gb": [], "total_hit_blocks": [],
+            entry = {"instance_id": None if row["is_total"] else row["instance_id"], "requests": row["requests"],
+                     "total_input_tokens": row["total_input_tokens"], "capacity_gb": [], "total_hit_blocks": [],
                      "total_hit_tokens": [], "hit_rates": []}  # fmt: skip
-            if row.is_total:
+            if row["is_total"]:
                 total = entry
             else:
-                instances[key] = entry
-        entry["capacity_gb"].append(row.capacity_gb)
-        entry["total_hit_blocks"].append(row.total_hit_blocks)
-        entry["total_hit_tokens"].append(row.total_hit_tokens)
-        entry["hit_rates"].append(row.hit_rate)
+                instances[row["instance_id"]] = entry
+        entry["capacity_gb"].append(row["capacity_gb"])
+        entry["total_hit_blocks"].append(row["total_hit_blocks"])
+        entry["total_hit_tokens"].append(row["total_hit_tokens"])
+        entry["hit_rates"].append(row["hit_rate"])
     links = {}
-    if job.state == "succeeded":
-        base = f"/v1/queries/{job.id}"
+    if job["state"] == "succeeded":
+        base = f"/v1/queries/{job['id']}"
         links = {"requests": f"{base}/requests", "curve": f"{base}/curve", "plot": f"{base}/plot.png"}
     ordered = [instances[k] for k in sorted(instances, key=lambda s: s.encode())]
-    return {**_job_fields(job), "replay_id": job.parent_id, "instances": ordered, "total": total, "links": links}
+    return {**job, "replay_id": job["parent_id"], "instances": ordered, "total": total, "links": links}
+
+
+def load_query(session: Any, job_id: str) -> dict[str, Any]:
+    return query_view(job_row(session, job_id, "query"), summary_rows(session, [job_id])[job_id])
 
 
 @router.post(
@@ -72,7 +74,7 @@ def create_query(
     else:
         response.status_code = 200
     response.headers["Location"] = f"/v1/queries/{job.id}"
-    return query_view(job)
+    return load_query(session, job.id)
 
 
 @router.get("", response_model=Page[QueryPublic], summary="List query jobs, newest first")
@@ -81,15 +83,16 @@ def list_queries(
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
     offset: Annotated[int, Query(ge=0)] = 0,
 ) -> dict[str, Any]:
-    query = select(Job).where(Job.kind == "query").order_by(Job.created_at.desc(), Job.id)
-    items, total, next_offset = paginate(session, query, limit, offset)
-    return {"items": [query_view(j) for j in items], "total": total, "limit": limit, "offset": offset,
-            "next_offset": next_offset}  # fmt: skip
+    query = select(JOBS).where(JOBS.c.kind == "query").order_by(JOBS.c.created_at.desc(), JOBS.c.id)
+    items, total, next_offset = paginate(session, query, limit, offset, rows=True)
+    summaries = summary_rows(session, [j["id"] for j in items])
+    views = [query_view(j, summaries[j["id"]]) for j in items]
+    return {"items": views, "total": total, "limit": limit, "offset": offset, "next_offset": next_offset}
 
 
 @router.get("/{job_id}", response_model=QueryPublic, responses={404: {"model": ErrorResponse}})
-def get_query(job_id: str, session: SessionDep) -> dict[str, Any]:
-    return query_view(job_or_404(session, job_id, "query"))
+def get_query(job_id: str, session: SessionDep) -> Response:
+    return fast_json(QueryPublic, load_query(session, job_id))
 
 
 def _file(session: SessionDep, storage: StorageDep, job_id: str, name: str, media: str) -> FileResponse:

@@ -11,27 +11,25 @@ from sqlalchemy import select, update
 
 from api.deps import EnqueueDep, SessionDep, StorageDep
 from api.errors import ApiError
-from api.routes.common import job_or_404, paginate
+from api.routes.common import JOBS, fast_json, job_or_404, job_row, lane_rows, paginate
 from api.schemas import ErrorResponse, Page, ReplayCreate, ReplayPublic
 from worker.db.models import Job, utcnow
-from worker.jobs.replay_job import PARSE_TASK, IdempotencyConflict, create_replay_job
 from worker.jobs.state import TERMINAL, fail_job
+from worker.jobs.submit import PARSE_TASK, IdempotencyConflict, create_replay_job
 
 router = APIRouter(prefix="/replays", tags=["replays"])
 log = logging.getLogger(__name__)
 
 
-def replay_view(job: Job) -> dict[str, Any]:
+def replay_view(job: dict[str, Any], lanes: list[dict[str, Any]]) -> dict[str, Any]:
     facts = None
-    if job.state == "succeeded" and job.output_path:
-        facts = {"path": job.output_path, "url": f"/v1/replays/{job.id}/facts"}
-    return {**_job_fields(job), "trace_id": job.trace_id, "lanes": list(job.lanes), "facts": facts}
+    if job["state"] == "succeeded" and job["output_path"]:
+        facts = {"path": job["output_path"], "url": f"/v1/replays/{job['id']}/facts"}
+    return {**job, "lanes": lanes, "facts": facts}
 
 
-def _job_fields(job: Job) -> dict[str, Any]:
-    return {k: getattr(job, k) for k in ("id", "kind", "state", "stage", "source", "created_at", "started_at",
-                                          "finished_at", "error", "attempts", "cancel_requested", "progress",
-                                          "stats", "spec")}  # fmt: skip
+def load_replay(session: Any, job_id: str) -> dict[str, Any]:
+    return replay_view(job_row(session, job_id, "replay"), lane_rows(session, [job_id])[job_id])
 
 
 def submit(session: Any, enqueue: Any, job: Job, task: str) -> None:
@@ -77,7 +75,7 @@ def create_replay(
     else:
         response.status_code = 200
     response.headers["Location"] = f"/v1/replays/{job.id}"
-    return replay_view(job)
+    return load_replay(session, job.id)
 
 
 @router.get("", response_model=Page[ReplayPublic], summary="List replay jobs, newest first")
@@ -87,17 +85,18 @@ def list_replays(
     offset: Annotated[int, Query(ge=0)] = 0,
     state: Annotated[str | None, Query(description="only jobs in this state")] = None,
 ) -> dict[str, Any]:
-    query = select(Job).where(Job.kind == "replay").order_by(Job.created_at.desc(), Job.id)
+    query = select(JOBS).where(JOBS.c.kind == "replay").order_by(JOBS.c.created_at.desc(), JOBS.c.id)
     if state:
-        query = query.where(Job.state == state)
-    items, total, next_offset = paginate(session, query, limit, offset)
-    return {"items": [replay_view(j) for j in items], "total": total, "limit": limit, "offset": offset,
-            "next_offset": next_offset}  # fmt: skip
+        query = query.where(JOBS.c.state == state)
+    items, total, next_offset = paginate(session, query, limit, offset, rows=True)
+    lanes = lane_rows(session, [j["id"] for j in items])
+    views = [replay_view(j, lanes[j["id"]]) for j in items]
+    return {"items": views, "total": total, "limit": limit, "offset": offset, "next_offset": next_offset}
 
 
 @router.get("/{job_id}", response_model=ReplayPublic, responses={404: {"model": ErrorResponse}})
-def get_replay(job_id: str, session: SessionDep) -> dict[str, Any]:
-    return replay_view(job_or_404(session, job_id, "replay"))
+def get_replay(job_id: str, session: SessionDep) -> Response:
+    return fast_json(ReplayPublic, load_replay(session, job_id))
 
 
 @router.get(
@@ -125,5 +124,4 @@ def cancel_replay(job_id: str, session: SessionDep, storage: StorageDep) -> dict
     session.commit()
     if job.state == "queued" and fail_job(session, job_id, "cancelled before it started", state="cancelled"):
         storage.remove_work(job_id)
-    session.refresh(job)
-    return replay_view(job)
+    return load_replay(session, job_id)

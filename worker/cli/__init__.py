@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from worker.cli import analysis, demo, query, replay
+from worker.cli import analysis, demo, jobs, query, replay
 from worker.errors import LiteHitError
 
 __all__ = ["main"]
@@ -21,6 +21,7 @@ def build_parser() -> argparse.ArgumentParser:
     query.add_parser(sub)
     analysis.add_parsers(sub)
     demo.add_parser(sub)
+    jobs.add_parser(sub)
     return parser
 
 

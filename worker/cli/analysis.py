@@ -10,9 +10,9 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from worker.capacity import DEFAULT_TARGETS, GIB, parse_capacities
 from worker.errors import QueryError
 from worker.publish import AtomicPublisher
-from worker.query import DEFAULT_TARGETS, GIB, parse_capacities
 
 if TYPE_CHECKING:
     from worker.curve import InstanceCurve

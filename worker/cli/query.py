@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from worker.jobs.cli_record import JobRecorder
 from worker.publish import AtomicPublisher
 from worker.query import QueryResult, parse_capacities, query_facts
 
@@ -33,12 +34,16 @@ def add_parser(sub: Any) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     slots = parse_capacities(args.capacity_gb)
-    if args.output is None:
-        result = query_facts(args.facts, slots)
-    else:
-        with AtomicPublisher(args.output) as out:
-            result = query_facts(args.facts, slots, out)
-            out.commit()
+    spec = {"facts_path": str(args.facts.resolve()), "capacity_gb": [s.capacity_gb for s in slots]}
+    with JobRecorder("query", spec) as record:
+        if args.output is None:
+            result = query_facts(args.facts, slots)
+        else:
+            with AtomicPublisher(args.output) as out:
+                result = query_facts(args.facts, slots, out)
+                out.commit()
+        record.query_succeeded(result, str(args.output.resolve()) if args.output else None)
+    if args.output is not None:
         print(f"facts query done: {args.output}")
     print_table(result)
     return 0

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from worker.cli.progress import ProgressReporter
+from worker.jobs.cli_record import JobRecorder
 from worker.replay.runner import ReplayResult, run_replay
 from worker.spec import ReplaySpec, TraceFormat, load_replay_config, parse_replay_spec
 from worker.traces.formats import detect_format
@@ -147,8 +148,12 @@ def _run(args: argparse.Namespace) -> int:
         spec = parse_replay_spec(shorthand_config(args))
     for name in spec.unknown_fields():
         print(f"litehit: warning: ignoring unknown config field {name}", file=sys.stderr)
-    result = replay_with_progress(spec)
+    with JobRecorder("replay", spec.model_dump(mode="json")) as record:
+        result = replay_with_progress(spec)
+        record.replay_succeeded(result)
     print_summary(result)
+    if record.job_id:
+        print(f"job: {record.job_id} (litehit jobs)")
     return 0
 
 

@@ -34,7 +34,8 @@ def get_engine(url: str | None = None) -> Engine:
             engine = create_engine(url, connect_args={"timeout": 30})
             event.listen(engine, "connect", _sqlite_pragmas)
         else:
-            engine = create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=10)
+            size = get_settings().db_pool_size
+            engine = create_engine(url, pool_pre_ping=True, pool_size=size, max_overflow=size)
         _engines[key] = engine
     return engine
 

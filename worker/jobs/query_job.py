@@ -8,86 +8,21 @@ import json
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import delete, select
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy import delete
 from sqlalchemy.orm import Session
 
 from worker.curve import exact_curves
 from worker.db.models import Job, QuerySummary, utcnow
-from worker.errors import ConfigError, ConfigIssue, LiteHitError, QueryError, StorageError
-from worker.jobs.replay_job import IdempotencyConflict, request_hash
+from worker.errors import LiteHitError, QueryError
 from worker.jobs.state import claim_job_stage, fail_job
 from worker.jobs.transient import TRANSIENT
 from worker.plot import plot_facts
 from worker.publish import AtomicPublisher
-from worker.query import DEFAULT_TARGETS, QueryResult, Summary, parse_capacities, query_facts
+from worker.query import QueryResult, Summary, parse_capacities, query_facts
 from worker.settings import Settings
-from worker.storage import Storage
+from worker.storage import CURVE_FILE, REQUESTS_FILE, Storage
 
-__all__ = ["QUERY_TASK", "create_query_job", "record_summaries", "run_query"]
-
-QUERY_TASK = "litehit.query.run"
-REQUESTS_FILE = "requests.jsonl"
-CURVE_FILE = "curve.json"
-PLOT_FILE = "hit_rate.png"
-
-
-def create_query_job(
-    session: Session,
-    storage: Storage,
-    *,
-    capacity_gb: list[float | str],
-    replay_id: str | None = None,
-    facts_path: str | None = None,
-    targets: list[float] | None = None,
-    idempotency_key: str | None = None,
-    source: str = "api",
-) -> tuple[Job, bool]:
-    """Stores a queued query job over a replay's facts (or a facts file in the storage root)."""
-    body = {"replay_id": replay_id, "facts_path": facts_path, "capacity_gb": capacity_gb, "targets": targets}
-    digest = request_hash(body)
-    if idempotency_key:
-        existing = session.scalars(
-            select(Job).where(Job.kind == "query", Job.idempotency_key == idempotency_key)
-        ).first()
-        if existing is not None:
-            if existing.request_hash != digest:
-                raise IdempotencyConflict(f"Idempotency-Key {idempotency_key!r} was used for a different request")
-            return existing, False
-    try:
-        slots = parse_capacities([str(c) for c in capacity_gb])
-    except QueryError as exc:
-        raise ConfigError([ConfigIssue("capacity_gb", capacity_gb, str(exc))]) from None
-    for i, t in enumerate(targets or []):
-        if not 0 < t <= 1:
-            raise ConfigError([ConfigIssue(f"targets[{i}]", t, "target fractions must be in (0, 1]")])
-    if (replay_id is None) == (facts_path is None):
-        raise ConfigError([ConfigIssue("replay_id", replay_id, "give exactly one of replay_id and facts_path")])
-    parent: Job | None = None
-    if replay_id is not None:
-        parent = session.get(Job, replay_id)
-        if parent is None or parent.kind != "replay":
-            raise ConfigError([ConfigIssue("replay_id", replay_id, "no replay job with this id")])
-        relative = None
-    else:
-        try:
-            relative = storage.relative(storage.user_path(facts_path or ""))
-        except StorageError as exc:
-            raise ConfigError([ConfigIssue("facts_path", facts_path, str(exc))]) from None
-    spec = {"capacity_gb": [s.capacity_gb for s in slots], "targets": targets or list(DEFAULT_TARGETS),
-            "facts_path": relative}  # fmt: skip
-    job = Job(kind="query", spec=spec, parent_id=parent.id if parent else None, idempotency_key=idempotency_key or None,
-              request_hash=digest, source=source, stats={}, progress={})  # fmt: skip
-    session.add(job)
-    try:
-        session.commit()
-    except IntegrityError:
-        session.rollback()
-        if not idempotency_key:
-            raise
-        return create_query_job(session, storage, capacity_gb=capacity_gb, replay_id=replay_id, facts_path=facts_path,
-                                targets=targets, idempotency_key=idempotency_key, source=source)  # fmt: skip
-    return job, True
+__all__ = ["record_summaries", "run_query"]
 
 
 def facts_of(session: Session, storage: Storage, job: Job) -> Path:

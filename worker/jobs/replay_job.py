@@ -7,20 +7,15 @@ service, a direct call in tests).
 
 from __future__ import annotations
 
-import hashlib
-import json
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from sqlalchemy import delete, select
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy import delete
 from sqlalchemy.orm import Session
 
-from worker.db.models import Job, LaneRun, Trace, utcnow
-from worker.errors import ConfigError, ConfigIssue, LiteHitError, StorageError
+from worker.db.models import Job, LaneRun, utcnow
+from worker.errors import LiteHitError
 from worker.jobs.state import (
     claim_job_stage,
     claim_lane,
@@ -31,36 +26,15 @@ from worker.jobs.state import (
     job_should_stop,
     try_start_merge,
 )
+from worker.jobs.submit import LANE_TASK, MERGE_TASK, Enqueue
 from worker.jobs.transient import TRANSIENT
 from worker.replay.runner import FACTS_FILE, Progress, ReplayCancelled
 from worker.replay.staged import lane_stage, merge_stage, parse_stage, read_manifest
 from worker.settings import Settings
 from worker.spec import ReplaySpec, parse_replay_spec
 from worker.storage import Storage
-from worker.traces.formats import detect_format
 
-__all__ = [
-    "LANE_TASK",
-    "MERGE_TASK",
-    "PARSE_TASK",
-    "Enqueue",
-    "IdempotencyConflict",
-    "create_replay_job",
-    "run_lane",
-    "run_merge",
-    "run_parse",
-    "runtime_spec",
-]
-
-PARSE_TASK = "litehit.replay.parse"
-LANE_TASK = "litehit.replay.lane"
-MERGE_TASK = "litehit.replay.merge"
-
-Enqueue = Callable[..., None]
-
-
-class IdempotencyConflict(LiteHitError):
-    """The Idempotency-Key was used before with a different request."""
+__all__ = ["run_lane", "run_merge", "run_parse", "runtime_spec"]
 
 
 @dataclass
@@ -76,84 +50,6 @@ class _Throttle:
             self.last = now
             return True
         return False
-
-
-def request_hash(body: dict[str, Any]) -> str:
-    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
-
-
-def create_replay_job(
-    session: Session,
-    storage: Storage,
-    config: dict[str, Any],
-    *,
-    trace_id: str | None = None,
-    idempotency_key: str | None = None,
-    source: str = "api",
-) -> tuple[Job, bool]:
-    """Validates a replay request and stores it as a queued job. Returns (job, created); an
-    existing job comes back for a repeated Idempotency-Key with the same request.
-
-    The trace is an uploaded trace id, or trace_file_path inside the storage root. The facts are
-    published under the job (an output_result_path in the config is ignored)."""
-    body = {"config": config, "trace_id": trace_id}
-    digest = request_hash(body)
-    if idempotency_key:
-        existing = session.scalars(
-            select(Job).where(Job.kind == "replay", Job.idempotency_key == idempotency_key)
-        ).first()
-        if existing is not None:
-            if existing.request_hash != digest:
-                raise IdempotencyConflict(f"Idempotency-Key {idempotency_key!r} was used for a different request")
-            return existing, False
-    config = dict(config)
-    config.pop("output_result_path", None)
-    issues: list[ConfigIssue] = []
-    spec: ReplaySpec | None = None
-    try:  # the config itself first, so that every field error is reported
-        spec = parse_replay_spec({**config, "trace_file_path": "<trace>", "output_result_path": "<job>"})
-    except ConfigError as exc:
-        issues += exc.issues
-    trace: Trace | None = None
-    path = None
-    if trace_id is not None:
-        trace = session.get(Trace, trace_id)
-        if trace is None:
-            issues.append(ConfigIssue("trace_id", trace_id, "no uploaded trace with this id"))
-        else:
-            path = storage.absolute(trace.path)
-    else:
-        text = config.get("trace_file_path")
-        try:
-            if not isinstance(text, str) or not text:
-                raise StorageError("give trace_id or a trace_file_path in the storage root")
-            path = storage.user_path(text)
-        except StorageError as exc:
-            issues.append(ConfigIssue("trace_file_path", text, str(exc)))
-    if issues or spec is None or path is None:
-        raise ConfigError(issues)
-    config["trace_file_path"] = storage.relative(path)
-    if spec.trace_format is None:
-        try:
-            fmt = trace.trace_format if trace is not None else detect_format(path)
-        except LiteHitError as exc:
-            raise ConfigError([ConfigIssue("trace_format", None, str(exc))]) from None
-        if fmt is None:
-            raise ConfigError([ConfigIssue("trace_file_path", config["trace_file_path"], "the trace has no rows")])
-        config["trace_format"] = str(fmt)
-    job = Job(kind="replay", spec=config, idempotency_key=idempotency_key or None, request_hash=digest,
-              trace_id=trace.id if trace else None, source=source, stats={}, progress={})  # fmt: skip
-    session.add(job)
-    try:
-        session.commit()
-    except IntegrityError:  # a concurrent request with the same key won the race
-        session.rollback()
-        if not idempotency_key:
-            raise
-        return create_replay_job(
-            session, storage, config, trace_id=trace_id, idempotency_key=idempotency_key, source=source
-        )
-    return job, True
 
 
 def runtime_spec(job: Job, storage: Storage) -> ReplaySpec:

@@ -1,0 +1,68 @@
+"""The CLI records its runs in the embedded database; ``litehit jobs`` lists them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from worker.cli import main
+from worker.settings import get_settings
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("LITEHIT_HOME", str(tmp_path / "home"))
+    get_settings.cache_clear()
+    yield tmp_path / "home"
+    get_settings.cache_clear()
+
+
+def test_runs_are_recorded_and_listed(
+    home: Path, data_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+    assert (
+        main(["replay", str(data_dir / "conversation_trace.jsonl"), "--block-sizes", "512,1024", "-o", str(out)]) == 0
+    )
+    replay_id = capsys.readouterr().out.split("job: ")[1].split()[0]
+    assert main(["query", str(out / "litehit_facts.csv"), "--capacity-gb", "1", "-1"]) == 0
+    assert main(["replay", str(tmp_path / "missing.jsonl"), "--format", "mooncake", "-o", str(out)]) == 1
+    capsys.readouterr()
+    assert (home / "litehit.db").exists()
+    assert main(["jobs"]) == 0
+    lines = capsys.readouterr().out.splitlines()[1:]
+    assert [line.split()[1:4] for line in lines] == [["replay", "cli", "failed"], ["query", "cli", "succeeded"],
+                                                      ["replay", "cli", "succeeded"]]  # fmt: skip
+    assert "cannot open trace" in lines[0]
+    assert main(["jobs", "--show", replay_id]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["state"] == "succeeded" and shown["output_path"] == str((out / "litehit_facts.csv").resolve())
+    assert [lane["instance_id"] for lane in shown["lanes"]] == ["b512", "b1024"]
+    assert shown["lanes"][0]["unique_blocks"] == 170899
+    query = next(line.split()[0] for line in lines if " query " in line)
+    assert main(["jobs", "--show", query]) == 0
+    summaries = json.loads(capsys.readouterr().out)["summaries"]
+    assert len(summaries) == 2 * 3 and {s["instance_id"] for s in summaries} == {"b512", "b1024", ""}
+
+
+def test_an_unusable_database_only_warns(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, data_dir: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    monkeypatch.setenv("LITEHIT_DATABASE_URL", f"sqlite:///{tmp_path}")  # a directory, not a database file
+    get_settings.cache_clear()
+    try:
+        assert main(["replay", str(data_dir / "conversation_trace.jsonl"), "-o", str(tmp_path / "o")]) == 0
+        assert "warning: not recording this run" in capsys.readouterr().err
+        assert (tmp_path / "o" / "litehit_facts.csv").exists()
+    finally:
+        get_settings.cache_clear()
+
+
+def test_recording_can_be_switched_off(
+    home: Path, monkeypatch: pytest.MonkeyPatch, data_dir: Path, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("LITEHIT_RECORD_JOBS", "0")
+    get_settings.cache_clear()
+    assert main(["replay", str(data_dir / "conversation_trace.jsonl"), "-o", str(tmp_path / "o")]) == 0
+    assert not (home / "litehit.db").exists()

@@ -1,0 +1,199 @@
+"""docker-compose.yml, proven without a container engine: the file is parsed and checked, then
+every service's own command runs locally with the compose environment (service hostnames mapped
+to 127.0.0.1, volumes to local directories) and one job is driven through that stack over HTTP.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psycopg
+import pytest
+import redis
+import yaml
+from service_fixtures import ROOT, unavailable, wait_for
+
+pytestmark = pytest.mark.service
+
+COMPOSE = ROOT / "docker-compose.yml"
+
+
+def load_compose() -> dict[str, Any]:
+    data = yaml.safe_load(COMPOSE.read_text())
+    assert isinstance(data, dict)
+    return data
+
+
+def expand(value: str, env: dict[str, str]) -> str:
+    """Compose variable interpolation: ${VAR:-default} and ${VAR}."""
+    return re.sub(r"\$\{(\w+)(?::-([^}]*))?\}", lambda m: env.get(m.group(1)) or (m.group(2) or ""), value)
+
+
+def test_compose_file_shape() -> None:
+    services = load_compose()["services"]
+    assert set(services) == {"redis", "postgres", "migrate", "api", "worker", "flower"}
+    for name in ("redis", "postgres"):
+        assert services[name]["healthcheck"]["test"]
+    assert services["migrate"]["command"] == ["alembic", "upgrade", "head"]
+    assert services["migrate"]["depends_on"]["postgres"]["condition"] == "service_healthy"
+    for name in ("api", "worker"):
+        assert services[name]["depends_on"]["migrate"]["condition"] == "service_completed_successfully"
+        assert services[name]["depends_on"]["redis"]["condition"] == "service_healthy"
+        mounts = {m.split(":")[1]: m.split(":")[0] for m in services[name]["volumes"]}
+        assert mounts[services[name]["environment"]["LITEHIT_STORAGE_ROOT"]] == "storage"
+    assert "storage" in load_compose()["volumes"]
+    worker = services["worker"]
+    assert "container_name" not in worker and "ports" not in worker  # `--scale worker=4` works
+    assert services["flower"]["profiles"] == ["flower"]
+    assert services["api"]["ports"] == ["8000:8000"]
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    assert "import core_c._core" in dockerfile  # the import smoke test of the image
+
+
+class Stack:
+    def __init__(self, tmp: Path) -> None:
+        self.tmp = tmp
+        self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        self.logs: dict[str, Path] = {}
+
+    def env_for(self, service: dict[str, Any], names: list[str]) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("LITEHIT_")}
+        env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+        for key, raw in (service.get("environment") or {}).items():
+            value = expand(str(raw), {})
+            for name in names:  # service hostnames -> this machine
+                value = value.replace(f"@{name}:", "@127.0.0.1:").replace(f"//{name}:", "//127.0.0.1:")
+            env[key] = value
+        for mount in service.get("volumes") or []:  # named volumes -> local directories
+            volume, path = mount.split(":")[:2]
+            local = self.tmp / "volumes" / volume
+            local.mkdir(parents=True, exist_ok=True)
+            for key, value in list(env.items()):
+                if key.startswith("LITEHIT_") and value == path:
+                    env[key] = str(local)
+        for key in ("LITEHIT_HOME",):
+            if env.get(key, "").startswith("/data"):
+                env[key] = str(self.tmp / "home")
+        return env
+
+    def start(self, name: str, service: dict[str, Any], names: list[str]) -> subprocess.Popen[bytes]:
+        log = self.tmp / f"{name}.log"
+        with log.open("wb") as sink:
+            proc = subprocess.Popen(service["command"], cwd=ROOT, env=self.env_for(service, names), stdout=sink,
+                                    stderr=subprocess.STDOUT)  # fmt: skip
+        self.procs[name], self.logs[name] = proc, log
+        return proc
+
+    def stop(self) -> None:
+        for proc in self.procs.values():
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        for proc in self.procs.values():
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+def prepare_postgres(url: str) -> None:
+    """The compose database and role, on the local PostgreSQL (trust auth)."""
+    m = re.match(r"postgresql://(\w+):([^@]*)@127\.0\.0\.1:(\d+)/(\w+)", url)
+    assert m, url
+    user, password, port, db = m.groups()
+    try:
+        admin = psycopg.connect(f"postgresql://postgres@127.0.0.1:{port}/postgres", autocommit=True, connect_timeout=3)
+    except psycopg.OperationalError as exc:
+        unavailable(f"PostgreSQL is not reachable: {exc}")
+    with admin:
+        if not admin.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (user,)).fetchone():
+            admin.execute(f"CREATE ROLE {user} LOGIN PASSWORD '{password}'")
+        if not admin.execute("SELECT 1 FROM pg_database WHERE datname = %s", (db,)).fetchone():
+            admin.execute(f"CREATE DATABASE {db} OWNER {user}")
+
+
+@pytest.fixture
+def stack(tmp_path: Path) -> Iterator[tuple[Stack, dict[str, Any]]]:
+    services = load_compose()["services"]
+    names = list(services)
+    s = Stack(tmp_path)
+    env = s.env_for(services["migrate"], names)
+    broker = env["LITEHIT_BROKER_URL"]
+    try:
+        redis.Redis.from_url(broker, socket_timeout=2).ping()
+    except redis.RedisError as exc:
+        unavailable(f"Redis is not reachable at {broker}: {exc}")
+    prepare_postgres(env["LITEHIT_DATABASE_URL"])
+    try:
+        yield s, services
+    finally:
+        s.stop()
+
+
+def test_compose_services_run_locally_and_serve_a_job(stack: tuple[Stack, dict[str, Any]], data_dir: Path) -> None:
+    s, services = stack
+    names = list(services)
+    migrate = s.start("migrate", services["migrate"], names)
+    assert migrate.wait(timeout=120) == 0, s.logs["migrate"].read_text()
+    host_port = services["api"]["ports"][0].split(":")[0]
+    api = s.start("api", services["api"], names)
+    worker = s.start("worker", services["worker"], names)
+    check = services["api"]["healthcheck"]["test"]
+    assert check[0] == "CMD"
+
+    def healthy() -> bool:
+        assert api.poll() is None, s.logs["api"].read_text()
+        assert worker.poll() is None, s.logs["worker"].read_text()
+        return (
+            subprocess.run(
+                check[1:], env=s.env_for(services["api"], names), capture_output=True, check=False
+            ).returncode
+            == 0
+        )
+
+    wait_for(healthy, 60, "the api healthcheck", interval=0.3)
+    wait_for(lambda: b" ready." in s.logs["worker"].read_bytes(), 60, "the worker")
+    base = f"http://127.0.0.1:{host_port}"
+    with httpx.Client(base_url=base, timeout=30) as client:
+        trace = client.post(
+            "/v1/traces?name=conversation.jsonl", content=(data_dir / "conversation_trace.jsonl").read_bytes()
+        )
+        assert trace.status_code == 201, trace.text
+        config = {
+            "trace_id": trace.json()["id"], "block_size": 512, "instance_groups": [{"name": "g"}],
+            "instances": [{"instance_group_name": "g", "instance_id": "b512", "block_size": 512,
+                           "location_spec_infos": [{"name": "kv", "size": 1 << 20}],
+                           "location_spec_groups": [{"name": "full", "spec_names": ["kv"]}],
+                           "optimizer_state_info": {"full_location_spec_group_name": "full"}}],
+        }  # fmt: skip
+        submitted = client.post("/v1/replays", json=config)
+        assert submitted.status_code == 202, submitted.text
+        url = submitted.headers["location"]
+        job = wait_for(
+            lambda: (b := client.get(url).json())["state"] in ("succeeded", "failed") and b, 120, "the replay"
+        )
+        assert job["state"] == "succeeded", job
+        facts = client.get(job["facts"]["url"]).text.splitlines()[1:]
+        curves = [line.split(',"')[1].rstrip('"') for line in facts]
+        assert curves == (data_dir / "conversation_b512.curves").read_text().splitlines()
+        query = client.post("/v1/queries", json={"replay_id": job["id"], "capacity_gb": [1, 16, -1]})
+        done = wait_for(lambda: (b := client.get(query.headers["location"]).json())["state"] in ("succeeded", "failed") and b,
+                        120, "the query")  # fmt: skip
+        assert done["state"] == "succeeded", done
+        assert done["total"]["requests"] == 12031 and len(done["total"]["hit_rates"]) == 3
+        assert json.loads(client.get("/readyz").text)["status"] == "ready"
+
+
+def test_flower_command_is_a_celery_command() -> None:
+    flower = load_compose()["services"]["flower"]
+    assert flower["command"][:4] == ["celery", "-A", "worker.celery_app", "flower"]
+    assert shutil.which("celery", path=str(Path(sys.executable).parent))

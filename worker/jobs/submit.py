@@ -1,0 +1,182 @@
+"""Submitting jobs: validate a request and store it as a queued job row. Light on purpose (no C
+engine, numpy or matplotlib): the API imports this, the workers import the execution modules.
+
+Task names live here too, so that the API enqueues by name without importing the tasks.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from worker.capacity import DEFAULT_TARGETS, parse_capacities
+from worker.db.models import Job, Trace
+from worker.errors import ConfigError, ConfigIssue, LiteHitError, QueryError, StorageError
+from worker.spec import ReplaySpec, parse_replay_spec
+from worker.storage import Storage
+from worker.traces.formats import detect_format
+
+__all__ = [
+    "LANE_TASK",
+    "MERGE_TASK",
+    "PARSE_TASK",
+    "QUERY_TASK",
+    "Enqueue",
+    "IdempotencyConflict",
+    "create_query_job",
+    "create_replay_job",
+    "request_hash",
+]
+
+PARSE_TASK = "litehit.replay.parse"
+LANE_TASK = "litehit.replay.lane"
+MERGE_TASK = "litehit.replay.merge"
+QUERY_TASK = "litehit.query.run"
+
+Enqueue = Callable[..., None]  # enqueue(task_name, *args)
+
+
+class IdempotencyConflict(LiteHitError):
+    """The Idempotency-Key was used before with a different request."""
+
+
+def request_hash(body: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def create_replay_job(
+    session: Session,
+    storage: Storage,
+    config: dict[str, Any],
+    *,
+    trace_id: str | None = None,
+    idempotency_key: str | None = None,
+    source: str = "api",
+) -> tuple[Job, bool]:
+    """Validates a replay request and stores it as a queued job. Returns (job, created); an
+    existing job comes back for a repeated Idempotency-Key with the same request.
+
+    The trace is an uploaded trace id, or trace_file_path inside the storage root. The facts are
+    published under the job (an output_result_path in the config is ignored)."""
+    body = {"config": config, "trace_id": trace_id}
+    digest = request_hash(body)
+    if idempotency_key:
+        existing = session.scalars(
+            select(Job).where(Job.kind == "replay", Job.idempotency_key == idempotency_key)
+        ).first()
+        if existing is not None:
+            if existing.request_hash != digest:
+                raise IdempotencyConflict(f"Idempotency-Key {idempotency_key!r} was used for a different request")
+            return existing, False
+    config = dict(config)
+    config.pop("output_result_path", None)
+    issues: list[ConfigIssue] = []
+    spec: ReplaySpec | None = None
+    try:  # the config itself first, so that every field error is reported
+        spec = parse_replay_spec({**config, "trace_file_path": "<trace>", "output_result_path": "<job>"})
+    except ConfigError as exc:
+        issues += exc.issues
+    trace: Trace | None = None
+    path = None
+    if trace_id is not None:
+        trace = session.get(Trace, trace_id)
+        if trace is None:
+            issues.append(ConfigIssue("trace_id", trace_id, "no uploaded trace with this id"))
+        else:
+            path = storage.absolute(trace.path)
+    else:
+        text = config.get("trace_file_path")
+        try:
+            if not isinstance(text, str) or not text:
+                raise StorageError("give trace_id or a trace_file_path in the storage root")
+            path = storage.user_path(text)
+        except StorageError as exc:
+            issues.append(ConfigIssue("trace_file_path", text, str(exc)))
+    if issues or spec is None or path is None:
+        raise ConfigError(issues)
+    config["trace_file_path"] = storage.relative(path)
+    if spec.trace_format is None:
+        try:
+            fmt = trace.trace_format if trace is not None else detect_format(path)
+        except LiteHitError as exc:
+            raise ConfigError([ConfigIssue("trace_format", None, str(exc))]) from None
+        if fmt is None:
+            raise ConfigError([ConfigIssue("trace_file_path", config["trace_file_path"], "the trace has no rows")])
+        config["trace_format"] = str(fmt)
+    job = Job(kind="replay", spec=config, idempotency_key=idempotency_key or None, request_hash=digest,
+              trace_id=trace.id if trace else None, source=source, stats={}, progress={})  # fmt: skip
+    session.add(job)
+    try:
+        session.commit()
+    except IntegrityError:  # a concurrent request with the same key won the race
+        session.rollback()
+        if not idempotency_key:
+            raise
+        return create_replay_job(
+            session, storage, config, trace_id=trace_id, idempotency_key=idempotency_key, source=source
+        )
+    return job, True
+
+
+def create_query_job(
+    session: Session,
+    storage: Storage,
+    *,
+    capacity_gb: list[float | str],
+    replay_id: str | None = None,
+    facts_path: str | None = None,
+    targets: list[float] | None = None,
+    idempotency_key: str | None = None,
+    source: str = "api",
+) -> tuple[Job, bool]:
+    """Stores a queued query job over a replay's facts (or a facts file in the storage root)."""
+    body = {"replay_id": replay_id, "facts_path": facts_path, "capacity_gb": capacity_gb, "targets": targets}
+    digest = request_hash(body)
+    if idempotency_key:
+        existing = session.scalars(
+            select(Job).where(Job.kind == "query", Job.idempotency_key == idempotency_key)
+        ).first()
+        if existing is not None:
+            if existing.request_hash != digest:
+                raise IdempotencyConflict(f"Idempotency-Key {idempotency_key!r} was used for a different request")
+            return existing, False
+    try:
+        slots = parse_capacities([str(c) for c in capacity_gb])
+    except QueryError as exc:
+        raise ConfigError([ConfigIssue("capacity_gb", capacity_gb, str(exc))]) from None
+    for i, t in enumerate(targets or []):
+        if not 0 < t <= 1:
+            raise ConfigError([ConfigIssue(f"targets[{i}]", t, "target fractions must be in (0, 1]")])
+    if (replay_id is None) == (facts_path is None):
+        raise ConfigError([ConfigIssue("replay_id", replay_id, "give exactly one of replay_id and facts_path")])
+    parent: Job | None = None
+    if replay_id is not None:
+        parent = session.get(Job, replay_id)
+        if parent is None or parent.kind != "replay":
+            raise ConfigError([ConfigIssue("replay_id", replay_id, "no replay job with this id")])
+        relative = None
+    else:
+        try:
+            relative = storage.relative(storage.user_path(facts_path or ""))
+        except StorageError as exc:
+            raise ConfigError([ConfigIssue("facts_path", facts_path, str(exc))]) from None
+    spec = {"capacity_gb": [s.capacity_gb for s in slots], "targets": targets or list(DEFAULT_TARGETS),
+            "facts_path": relative}  # fmt: skip
+    job = Job(kind="query", spec=spec, parent_id=parent.id if parent else None, idempotency_key=idempotency_key or None,
+              request_hash=digest, source=source, stats={}, progress={})  # fmt: skip
+    session.add(job)
+    try:
+        session.commit()
+    except IntegrityError:
+        session.rollback()
+        if not idempotency_key:
+            raise
+        return create_query_job(session, storage, capacity_gb=capacity_gb, replay_id=replay_id, facts_path=facts_path,
+                                targets=targets, idempotency_key=idempotency_key, source=source)  # fmt: skip
+    return job, True
