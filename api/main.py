@@ -14,11 +14,12 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import anyio
+import httpx
 from fastapi import APIRouter, Depends, FastAPI
 
 from api.deps import require_token
 from api.errors import install_error_handlers
-from api.routes import health, queries, replays, traces
+from api.routes import health, online, queries, replays, traces
 from worker.celery_app import make_sender
 from worker.db.session import session_scope
 from worker.recovery import sweep
@@ -60,7 +61,9 @@ def create_app(settings: Settings | None = None, *, enqueue: Callable[..., None]
         # them, which would otherwise show up as latency spikes.
         gc.freeze()
         task = asyncio.create_task(_sweeper(settings, send)) if settings.sweep_interval_s > 0 else None
+        app.state.online_client = httpx.AsyncClient(timeout=httpx.Timeout(60.0, connect=5.0))
         yield
+        await app.state.online_client.aclose()
         if task is not None:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -76,7 +79,7 @@ def create_app(settings: Settings | None = None, *, enqueue: Callable[..., None]
     app.state.enqueue = send
     install_error_handlers(app)
     v1 = APIRouter(prefix="/v1", dependencies=[Depends(require_token)])
-    for module in (traces, replays, queries):
+    for module in (traces, replays, queries, online):
         v1.include_router(module.router)
     app.include_router(v1)
     app.include_router(health.router)

@@ -23,7 +23,7 @@ from core_c.preprocess import (
     prefix_hash,
     prefix_hash_next,
 )
-from core_c.project import project_blocks, project_bytes, project_infinite
+from core_c.project import project_batch, project_blocks, project_bytes, project_infinite
 
 __all__ = [
     "CUT_COLD",
@@ -45,6 +45,7 @@ __all__ = [
     "normalize_batch",
     "prefix_hash",
     "prefix_hash_next",
+    "project_batch",
     "project_blocks",
     "project_bytes",
     "project_infinite",

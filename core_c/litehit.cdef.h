@@ -58,6 +58,9 @@ uint64_t lh_project_blocks(const int64_t *segs, size_t n_segs, uint64_t capacity
 uint64_t lh_project_infinite(const int64_t *segs, size_t n_segs);
 uint64_t lh_project_bytes(const int64_t *segs, size_t n_segs, uint64_t capacity_bytes,
                           uint64_t block_bytes);
+void lh_project_batch(const int64_t *segs, const int64_t *seg_offsets, size_t n_req,
+                      const uint64_t *capacity_blocks, const uint8_t *infinite, size_t n_caps,
+                      uint64_t *hits);
 
 /* lh_trace_scan.h */
 #define LH_FMT_STANDARD 1

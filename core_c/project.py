@@ -12,9 +12,9 @@ import numpy as np
 import numpy.typing as npt
 
 from core_c._arrays import ptr
-from core_c._core import lib
+from core_c._core import ffi, lib
 
-__all__ = ["Curve", "project_blocks", "project_bytes", "project_infinite"]
+__all__ = ["Curve", "project_batch", "project_blocks", "project_bytes", "project_infinite"]
 
 Curve = Sequence[tuple[int, int]] | npt.NDArray[np.int64]
 
@@ -53,3 +53,26 @@ def project_infinite(curve: Curve) -> int:
     """Prefix hit blocks at infinite capacity: only cold and expired misses remain."""
     segs = _segments(curve)
     return int(lib.lh_project_infinite(ptr("int64_t[]", segs), len(segs)))
+
+
+def project_batch(
+    segments: npt.NDArray[np.int64],
+    seg_offsets: npt.NDArray[np.int64],
+    capacity_blocks: Sequence[int | None],
+) -> npt.NDArray[np.uint64]:
+    """Hit blocks of many curves (BatchFacts layout) at many block capacities (None = infinite):
+    a (requests, capacities) array."""
+    n = len(seg_offsets) - 1
+    caps = np.array([0 if c is None else min(c, _U64_MAX) for c in capacity_blocks], dtype=np.uint64)
+    inf = np.array([c is None for c in capacity_blocks], dtype=np.uint8)
+    if any(c is not None and c < 0 for c in capacity_blocks):
+        raise ValueError("capacities must not be negative; use None for infinite")
+    segs = np.ascontiguousarray(segments, dtype=np.int64).reshape(-1)
+    offsets = np.ascontiguousarray(seg_offsets, dtype=np.int64)
+    hits = np.zeros((n, len(caps)), dtype=np.uint64)
+    if n and len(caps):
+        lib.lh_project_batch(
+            ptr("int64_t[]", segs) if len(segs) else ffi.NULL, ptr("int64_t[]", offsets), n,
+            ptr("uint64_t[]", caps), ptr("uint8_t[]", inf), len(caps), ptr("uint64_t[]", hits),
+        )  # fmt: skip
+    return hits

@@ -41,7 +41,7 @@ def expand(value: str, env: dict[str, str]) -> str:
 
 def test_compose_file_shape() -> None:
     services = load_compose()["services"]
-    assert set(services) == {"redis", "postgres", "migrate", "api", "worker", "flower"}
+    assert set(services) == {"redis", "postgres", "migrate", "api", "worker", "online", "flower"}
     for name in ("redis", "postgres"):
         assert services[name]["healthcheck"]["test"]
     assert services["migrate"]["command"] == ["alembic", "upgrade", "head"]
@@ -56,6 +56,10 @@ def test_compose_file_shape() -> None:
     assert "container_name" not in worker and "ports" not in worker  # `--scale worker=4` works
     assert services["flower"]["profiles"] == ["flower"]
     assert services["api"]["ports"] == ["8000:8000"]
+    online = services["online"]
+    assert "--workers" not in online["command"] and "deploy" not in online  # one owner process per shard
+    assert online["environment"]["LITEHIT_ONLINE_SHARD"] == "0"
+    assert services["api"]["environment"]["LITEHIT_ONLINE_URLS"] == "http://online:8001"
     dockerfile = (ROOT / "Dockerfile").read_text()
     assert "import core_c._core" in dockerfile  # the import smoke test of the image
 
@@ -145,6 +149,8 @@ def test_compose_services_run_locally_and_serve_a_job(stack: tuple[Stack, dict[s
     migrate = s.start("migrate", services["migrate"], names)
     assert migrate.wait(timeout=120) == 0, s.logs["migrate"].read_text()
     host_port = services["api"]["ports"][0].split(":")[0]
+    online = s.start("online", services["online"], names)
+    wait_for(lambda: _healthy(services["online"], s, names, online), 60, "the online owner", interval=0.3)
     api = s.start("api", services["api"], names)
     worker = s.start("worker", services["worker"], names)
     check = services["api"]["healthcheck"]["test"]
@@ -191,6 +197,21 @@ def test_compose_services_run_locally_and_serve_a_job(stack: tuple[Stack, dict[s
         assert done["state"] == "succeeded", done
         assert done["total"]["requests"] == 12031 and len(done["total"]["hit_rates"]) == 3
         assert json.loads(client.get("/readyz").text)["status"] == "ready"
+        # online mode through the public API -> the owner service
+        group = {"name": "compose", "capacity_gb": [1.0], "enable_theoretical_max_cache": True}
+        assert client.post("/v1/online/groups", json=group).status_code in (201, 409)
+        inst = {**config["instances"][0], "instance_group_name": "compose", "instance_id": f"compose-{os.getpid()}"}
+        assert client.post("/v1/online/instances", json=inst).status_code == 201
+        url = f"/v1/online/instances/{inst['instance_id']}/trace-queries"
+        client.post(url, json={"block_keys": [1, 2, 3]})
+        again = client.post(url, json={"block_keys": [1, 2, 3]}).json()
+        assert again["hit_blocks"] == [3] and again["max_hit_blocks"] == 3
+
+
+def _healthy(service: dict[str, Any], s: Stack, names: list[str], proc: subprocess.Popen[bytes]) -> bool:
+    assert proc.poll() is None, s.logs[next(n for n, p in s.procs.items() if p is proc)].read_text()
+    check = service["healthcheck"]["test"]
+    return subprocess.run(check[1:], env=s.env_for(service, names), capture_output=True, check=False).returncode == 0
 
 
 def test_flower_command_is_a_celery_command() -> None:

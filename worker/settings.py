@@ -36,8 +36,13 @@ class Settings(BaseSettings):
     queue: str = "litehit"
     record_jobs: bool = Field(default=True, description="the CLI records its runs in the database")
     online_snapshot_s: float = 10.0
-    online_queue_prefix: str = "litehit-online"
-    online_shards: int = 1
+    online_shards: int = Field(default=1, ge=1, description="number of online owner shards")
+    online_shard: int = Field(default=0, ge=0, description="the shard an online owner process serves")
+    online_urls: str = Field(default="", description="comma-separated owner base URLs, shard i at position i")
+
+    @property
+    def online_owner_urls(self) -> list[str]:
+        return [u.strip().rstrip("/") for u in self.online_urls.split(",") if u.strip()]
 
     @field_validator("home", "storage_root")
     @classmethod

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Set as AbstractSet
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -31,6 +32,8 @@ __all__ = [
     "StateInfo",
     "TraceFormat",
     "check_replay_spec",
+    "group_issues",
+    "instance_issues",
     "load_replay_config",
     "parse_replay_spec",
 ]
@@ -246,21 +249,8 @@ def check_replay_spec(spec: ReplaySpec) -> list[ConfigIssue]:
     # 1. Groups into the registry.
     seen_groups: set[str] = set()
     for i, g in enumerate(spec.instance_groups):
-        where = f"instance_groups[{i}]"
-        if g.name in seen_groups:
-            fail(f"{where}.name", g.name, f"CreateInstanceGroup[{g.name}] failed: duplicate group name")
+        issues += group_issues(g, f"instance_groups[{i}]", seen_groups)
         seen_groups.add(g.name)
-        for j, cap in enumerate(g.capacity_gb):
-            if not math.isfinite(cap) or cap < 0:
-                fail(f"{where}.capacity_gb[{j}]", cap, "capacity_gb must be finite and not negative")
-        if g.eviction_policy != "lru":
-            fail(f"{where}.eviction_policy", g.eviction_policy, 'eviction_policy must be "lru"')
-        if g.shared_group_quota:
-            fail(f"{where}.shared_group_quota", True, "shared_group_quota is not supported")
-        if g.ttl_seconds < 0:
-            fail(f"{where}.ttl_seconds", g.ttl_seconds, "ttl_seconds must not be negative")
-        elif g.ttl_seconds > (2**63 - 1) // 1_000_000_000:
-            fail(f"{where}.ttl_seconds", g.ttl_seconds, "ttl_seconds overflows int64 nanoseconds")
     # 2. Trace granularity.
     if spec.block_size <= 0:
         fail("block_size", spec.block_size, "lite_hit config: block_size (trace granularity) must be positive")
@@ -276,21 +266,14 @@ def check_replay_spec(spec: ReplaySpec) -> list[ConfigIssue]:
                 inst.linear_step,
                 f"instance[{iid}] has linear_step={inst.linear_step}; the facts replay is Full-only",
             )
-        if inst.block_size <= 0:
-            fail(
-                f"{where}.block_size",
-                inst.block_size,
-                f"RegisterInstance[{iid}] failed: block_size must be positive",
-            )
-        elif spec.block_size > 0 and inst.block_size % spec.block_size != 0:
+        if inst.block_size > 0 and spec.block_size > 0 and inst.block_size % spec.block_size != 0:
             fail(
                 f"{where}.block_size",
                 inst.block_size,
                 f"instance[{iid}] block_size={inst.block_size} is not a multiple of the trace "
                 f"block_size={spec.block_size} (re-blocking is coarsening only)",
             )
-        for path, value, message in _registration_issues(inst, groups):
-            fail(f"{where}{path}", value, f"RegisterInstance[{iid}] failed: {message}")
+        issues += instance_issues(inst, groups, where)
         if iid and iid in seen_ids:
             fail(f"{where}.instance_id", iid, f"duplicate instance_id[{iid}] in config")
         seen_ids.add(iid)
@@ -304,10 +287,39 @@ def check_replay_spec(spec: ReplaySpec) -> list[ConfigIssue]:
     return issues
 
 
+def group_issues(g: InstanceGroup, where: str, existing: AbstractSet[str] = frozenset()) -> list[ConfigIssue]:
+    """CreateInstanceGroup's rules (shared by the replay config and online registration)."""
+    out: list[ConfigIssue] = []
+    if g.name in existing:
+        out.append(ConfigIssue(f"{where}.name", g.name, f"CreateInstanceGroup[{g.name}] failed: duplicate group name"))
+    for j, cap in enumerate(g.capacity_gb):
+        if not math.isfinite(cap) or cap < 0:
+            out.append(ConfigIssue(f"{where}.capacity_gb[{j}]", cap, "capacity_gb must be finite and not negative"))
+    if g.eviction_policy != "lru":
+        out.append(ConfigIssue(f"{where}.eviction_policy", g.eviction_policy, 'eviction_policy must be "lru"'))
+    if g.shared_group_quota:
+        out.append(ConfigIssue(f"{where}.shared_group_quota", True, "shared_group_quota is not supported"))
+    if g.ttl_seconds < 0:
+        out.append(ConfigIssue(f"{where}.ttl_seconds", g.ttl_seconds, "ttl_seconds must not be negative"))
+    elif g.ttl_seconds > (2**63 - 1) // 1_000_000_000:
+        out.append(ConfigIssue(f"{where}.ttl_seconds", g.ttl_seconds, "ttl_seconds overflows int64 nanoseconds"))
+    return out
+
+
+def instance_issues(inst: InstanceInfo, groups: set[str], where: str) -> list[ConfigIssue]:
+    """RegisterInstance's rules (empty id, unknown group, spec groups, full group, linear_step)."""
+    return [
+        ConfigIssue(f"{where}{path}", value, f"RegisterInstance[{inst.instance_id}] failed: {message}")
+        for path, value, message in _registration_issues(inst, groups)
+    ]
+
+
 def _registration_issues(inst: InstanceInfo, groups: set[str]) -> list[tuple[str, Any, str]]:
     out: list[tuple[str, Any, str]] = []
     if not inst.instance_id:
         out.append((".instance_id", inst.instance_id, "instance_id must not be empty"))
+    if inst.block_size <= 0:
+        out.append((".block_size", inst.block_size, "block_size must be positive"))
     if inst.instance_group_name not in groups:
         out.append((".instance_group_name", inst.instance_group_name, "no instance group of that name"))
     if inst.linear_step < 0:

@@ -10,7 +10,18 @@ from typing import Any, ClassVar
 from sqlalchemy import JSON, BigInteger, Boolean, DateTime, Float, ForeignKey, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
-__all__ = ["Base", "Job", "LaneRun", "QuerySummary", "Trace", "new_id", "utcnow"]
+__all__ = [
+    "Base",
+    "Job",
+    "LaneRun",
+    "OnlineGroup",
+    "OnlineInstance",
+    "OnlineShard",
+    "QuerySummary",
+    "Trace",
+    "new_id",
+    "utcnow",
+]
 
 
 def utcnow() -> datetime:
@@ -119,3 +130,37 @@ class QuerySummary(Base):
     hit_rate: Mapped[float] = mapped_column(Float)
 
     job: Mapped[Job] = relationship(back_populates="summaries")
+
+
+class OnlineGroup(Base):
+    """An online instance group (the original CreateInstanceGroup fields)."""
+
+    __tablename__ = "online_groups"
+
+    name: Mapped[str] = mapped_column(String(255), primary_key=True)
+    config: Mapped[dict[str, Any]] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class OnlineInstance(Base):
+    """An online instance: its config, its shard, and the last snapshot of its counters."""
+
+    __tablename__ = "online_instances"
+
+    instance_id: Mapped[str] = mapped_column(String(255), primary_key=True)
+    group_name: Mapped[str] = mapped_column(ForeignKey("online_groups.name"), index=True)
+    shard: Mapped[int] = mapped_column(Integer, index=True)
+    config: Mapped[dict[str, Any]] = mapped_column(JSON)
+    counters: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    snapshot_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class OnlineShard(Base):
+    """The lease of a shard: exactly one owner process may hold the state of its instances."""
+
+    __tablename__ = "online_shards"
+
+    shard: Mapped[int] = mapped_column(Integer, primary_key=True)
+    owner: Mapped[str] = mapped_column(String(255))
+    heartbeat_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
