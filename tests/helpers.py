@@ -63,3 +63,36 @@ def write_rows(path: Path, rows: list[dict[str, Any]]) -> Path:
 def read_facts(path: Path) -> list[dict[str, str]]:
     with path.open(newline="") as f:
         return list(csv.DictReader(f))
+
+
+def lane_config(
+    trace: Path,
+    out: Path,
+    *,
+    fmt: str | None = None,
+    block_size: int = 16,
+    lane_block: int = 16,
+    instance: str = "i1",
+    ttl: int = 0,
+    **extra: Any,
+) -> dict[str, Any]:
+    c: dict[str, Any] = {
+        "trace_file_path": str(trace),
+        "output_result_path": str(out),
+        "block_size": block_size,
+        "instance_groups": [{"name": "g1", "ttl_seconds": ttl}],
+        "instances": [
+            {
+                "instance_group_name": "g1",
+                "instance_id": instance,
+                "block_size": lane_block,
+                "location_spec_infos": [{"name": "tp0", "size": 8192}],
+                "location_spec_groups": [{"name": "full", "spec_names": ["tp0"]}],
+                "optimizer_state_info": {"full_location_spec_group_name": "full"},
+            }
+        ],
+    }
+    if fmt:
+        c["trace_format"] = fmt
+    c.update(extra)
+    return c

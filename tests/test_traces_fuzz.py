@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 import zstandard
+from helpers import lane_config
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -37,39 +38,6 @@ POISON_BYTES = [b"\x00", b"\xff", b"\xfe", b"\xc0", b"\xc1", b"\xf5", b"\xf8"]
 
 
 # ---- helpers ---------------------------------------------------------------------------------
-
-
-def config(
-    trace: Path,
-    out: Path,
-    *,
-    fmt: str | None = None,
-    block_size: int = 16,
-    lane_block: int = 16,
-    instance: str = "i1",
-    ttl: int = 0,
-    **extra: Any,
-) -> dict[str, Any]:
-    c: dict[str, Any] = {
-        "trace_file_path": str(trace),
-        "output_result_path": str(out),
-        "block_size": block_size,
-        "instance_groups": [{"name": "g1", "ttl_seconds": ttl}],
-        "instances": [
-            {
-                "instance_group_name": "g1",
-                "instance_id": instance,
-                "block_size": lane_block,
-                "location_spec_infos": [{"name": "tp0", "size": 8192}],
-                "location_spec_groups": [{"name": "full", "spec_names": ["tp0"]}],
-                "optimizer_state_info": {"full_location_spec_group_name": "full"},
-            }
-        ],
-    }
-    if fmt:
-        c["trace_format"] = fmt
-    c.update(extra)
-    return c
 
 
 def dumps(row: dict[str, Any]) -> bytes:
@@ -306,7 +274,7 @@ def run_case(data: bytes, *, fmt: str | None, chunk_bytes: int | None, keep_olde
         out.mkdir()
         if keep_older:
             (out / "litehit_facts.csv").write_bytes(SENTINEL)
-        spec = parse_replay_spec(config(trace, out, fmt=fmt))
+        spec = parse_replay_spec(lane_config(trace, out, fmt=fmt))
         failure = None
         try:
             if chunk_bytes is None:

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 import zstandard
+from helpers import lane_config
 
 import core_c
 from core_c.scan import ROW_READ, ROW_WRITE, ScanResult, TraceScanner
@@ -37,39 +38,6 @@ INT64_MIN = -(2**63)
 # ---- helpers ---------------------------------------------------------------------------------
 
 
-def config(
-    trace: Path,
-    out: Path,
-    *,
-    fmt: str | None = None,
-    block_size: int = 16,
-    lane_block: int = 16,
-    instance: str = "i1",
-    ttl: int = 0,
-    **extra: Any,
-) -> dict[str, Any]:
-    c: dict[str, Any] = {
-        "trace_file_path": str(trace),
-        "output_result_path": str(out),
-        "block_size": block_size,
-        "instance_groups": [{"name": "g1", "ttl_seconds": ttl}],
-        "instances": [
-            {
-                "instance_group_name": "g1",
-                "instance_id": instance,
-                "block_size": lane_block,
-                "location_spec_infos": [{"name": "tp0", "size": 8192}],
-                "location_spec_groups": [{"name": "full", "spec_names": ["tp0"]}],
-                "optimizer_state_info": {"full_location_spec_group_name": "full"},
-            }
-        ],
-    }
-    if fmt:
-        c["trace_format"] = fmt
-    c.update(extra)
-    return c
-
-
 def jl(*rows: dict[str, Any] | str) -> bytes:
     """JSON Lines: dicts are dumped compactly, strings are taken as raw lines."""
     return b"".join((r if isinstance(r, str) else json.dumps(r, separators=(",", ":"))).encode() + b"\n" for r in rows)
@@ -81,7 +49,7 @@ def get(ts: Any, keys: Any, input_len: Any, **fields: Any) -> dict[str, Any]:
 
 def replay_file(trace: Path, out: Path, chunk_bytes: int | None = None, **cfg: Any) -> bytes:
     """Replays ``trace`` into ``out`` and returns the facts file bytes."""
-    spec = parse_replay_spec(config(trace, out, **cfg))
+    spec = parse_replay_spec(lane_config(trace, out, **cfg))
     if chunk_bytes is None:
         run_replay(spec)
     else:
@@ -597,7 +565,7 @@ def test_qwen_keys_are_prefix_hashed_by_default(tmp_path: Path) -> None:
 
 
 def test_qwen_explicit_prefix_hash_false_is_honoured(tmp_path: Path) -> None:
-    cfg = config(tmp_path / "trace.jsonl", tmp_path)
+    cfg = lane_config(tmp_path / "trace.jsonl", tmp_path)
     cfg["instance_groups"][0]["enable_prefix_hash"] = False
     (tmp_path / "trace.jsonl").write_bytes(qwen_sequence())
     run_replay(parse_replay_spec(cfg))

@@ -11,7 +11,7 @@ from sqlalchemy import select
 from api.deps import EnqueueDep, SessionDep, StorageDep
 from api.errors import ApiError
 from api.routes.common import JOBS, fast_json, job_or_404, job_row, paginate, summary_rows
-from api.routes.replays import submit
+from api.routes.replays import accepted
 from api.schemas import ErrorResponse, Page, QueryCreate, QueryPublic
 from worker.jobs.submit import QUERY_TASK, IdempotencyConflict, create_query_job
 from worker.storage import CURVE_FILE, PLOT_FILE, REQUESTS_FILE
@@ -69,11 +69,7 @@ def create_query(
                                         idempotency_key=idempotency_key)  # fmt: skip
     except IdempotencyConflict as exc:
         raise ApiError(409, "conflict", str(exc)) from None
-    if created:
-        submit(session, enqueue, job, QUERY_TASK)
-    else:
-        response.status_code = 200
-    response.headers["Location"] = f"/v1/queries/{job.id}"
+    accepted(session, enqueue, response, job, created, QUERY_TASK, f"/v1/queries/{job.id}")
     return load_query(session, job.id)
 
 

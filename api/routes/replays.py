@@ -32,6 +32,15 @@ def load_replay(session: Any, job_id: str) -> dict[str, Any]:
     return replay_view(job_row(session, job_id, "replay"), lane_rows(session, [job_id])[job_id])
 
 
+def accepted(session: Any, enqueue: Any, response: Response, job: Job, created: bool, task: str, location: str) -> None:
+    """202 and enqueue for a new job, 200 for the one an Idempotency-Key names; Location either way."""
+    if created:
+        submit(session, enqueue, job, task)
+    else:
+        response.status_code = 200
+    response.headers["Location"] = location
+
+
 def submit(session: Any, enqueue: Any, job: Job, task: str) -> None:
     """Commit the row (done by the caller), then enqueue. A broker outage leaves the job queued:
     the sweep enqueues it again once the broker is back."""
@@ -70,11 +79,7 @@ def create_replay(
         )
     except IdempotencyConflict as exc:
         raise ApiError(409, "conflict", str(exc)) from None
-    if created:
-        submit(session, enqueue, job, PARSE_TASK)
-    else:
-        response.status_code = 200
-    response.headers["Location"] = f"/v1/replays/{job.id}"
+    accepted(session, enqueue, response, job, created, PARSE_TASK, f"/v1/replays/{job.id}")
     return load_replay(session, job.id)
 
 

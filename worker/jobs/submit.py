@@ -46,6 +46,16 @@ class IdempotencyConflict(LiteHitError):
     """The Idempotency-Key was used before with a different request."""
 
 
+def _existing(session: Session, kind: str, idempotency_key: str | None, digest: str) -> Job | None:
+    """The job an Idempotency-Key already names, if the request is the same; else a conflict."""
+    if not idempotency_key:
+        return None
+    job = session.scalars(select(Job).where(Job.kind == kind, Job.idempotency_key == idempotency_key)).first()
+    if job is not None and job.request_hash != digest:
+        raise IdempotencyConflict(f"Idempotency-Key {idempotency_key!r} was used for a different request")
+    return job
+
+
 def request_hash(body: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
@@ -66,14 +76,9 @@ def create_replay_job(
     published under the job (an output_result_path in the config is ignored)."""
     body = {"config": config, "trace_id": trace_id}
     digest = request_hash(body)
-    if idempotency_key:
-        existing = session.scalars(
-            select(Job).where(Job.kind == "replay", Job.idempotency_key == idempotency_key)
-        ).first()
-        if existing is not None:
-            if existing.request_hash != digest:
-                raise IdempotencyConflict(f"Idempotency-Key {idempotency_key!r} was used for a different request")
-            return existing, False
+    existing = _existing(session, "replay", idempotency_key, digest)
+    if existing is not None:
+        return existing, False
     config = dict(config)
     config.pop("output_result_path", None)
     issues: list[ConfigIssue] = []
@@ -138,14 +143,9 @@ def create_query_job(
     """Stores a queued query job over a replay's facts (or a facts file in the storage root)."""
     body = {"replay_id": replay_id, "facts_path": facts_path, "capacity_gb": capacity_gb, "targets": targets}
     digest = request_hash(body)
-    if idempotency_key:
-        existing = session.scalars(
-            select(Job).where(Job.kind == "query", Job.idempotency_key == idempotency_key)
-        ).first()
-        if existing is not None:
-            if existing.request_hash != digest:
-                raise IdempotencyConflict(f"Idempotency-Key {idempotency_key!r} was used for a different request")
-            return existing, False
+    existing = _existing(session, "query", idempotency_key, digest)
+    if existing is not None:
+        return existing, False
     try:
         slots = parse_capacities([str(c) for c in capacity_gb])
     except QueryError as exc:
