@@ -192,3 +192,11 @@ def test_migrations_create_and_remove_everything(backend: str, tmp_path: Path) -
 
 
 _ = instance
+
+
+def test_schema_head_constant_matches_the_migrations() -> None:
+    from alembic.script import ScriptDirectory
+
+    from worker.db.migrate import SCHEMA_HEAD, alembic_config
+
+    assert ScriptDirectory.from_config(alembic_config("sqlite://")).get_current_head() == SCHEMA_HEAD

@@ -7,13 +7,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from worker.cli.analysis import print_curve_summary
-from worker.cli.query import print_table
-from worker.cli.replay import print_summary, replay_with_progress, shorthand_config
 from worker.errors import ConfigError, ConfigIssue
-from worker.publish import AtomicPublisher
-from worker.query import parse_capacities, query_facts
-from worker.spec import parse_replay_spec
 
 __all__ = ["BUNDLED_TRACE", "add_parser"]
 
@@ -38,8 +32,15 @@ def add_parser(sub: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from worker.capacity import parse_capacities
+    from worker.cli.analysis import print_curve_summary
+    from worker.cli.query import print_table
+    from worker.cli.replay import print_summary, replay_with_progress, shorthand_config
     from worker.curve import exact_curves
     from worker.plot import plot_facts
+    from worker.publish import AtomicPublisher
+    from worker.query import query_facts
+    from worker.spec import parse_replay_spec
 
     if not args.trace.exists():
         raise ConfigError([ConfigIssue("--trace", str(args.trace), "trace not found (pass --trace PATH)")])

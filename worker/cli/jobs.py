@@ -6,13 +6,6 @@ import argparse
 import json
 from typing import Any
 
-from sqlalchemy import select
-
-from worker.db.models import Job
-from worker.db.session import session_scope
-from worker.jobs.cli_record import ensure_schema
-from worker.settings import get_settings
-
 __all__ = ["add_parser"]
 
 
@@ -30,6 +23,13 @@ def add_parser(sub: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from sqlalchemy import select
+
+    from worker.db.models import Job
+    from worker.db.session import session_scope
+    from worker.jobs.cli_record import ensure_schema
+    from worker.settings import get_settings
+
     settings = get_settings()
     ensure_schema(settings.db_url)
     with session_scope(settings.db_url) as session:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from worker.replay.runner import Progress
+if TYPE_CHECKING:
+    from worker.replay.runner import Progress
 
 __all__ = ["ProgressReporter"]
 

@@ -5,11 +5,13 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from worker.jobs.cli_record import JobRecorder
+from worker.capacity import parse_capacities
 from worker.publish import AtomicPublisher
-from worker.query import QueryResult, parse_capacities, query_facts
+
+if TYPE_CHECKING:
+    from worker.query import QueryResult
 
 __all__ = ["add_parser", "print_table"]
 
@@ -33,6 +35,9 @@ def add_parser(sub: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from worker.jobs.cli_record import JobRecorder  # SQLAlchemy loads only for commands that record
+    from worker.query import query_facts
+
     slots = parse_capacities(args.capacity_gb)
     spec = {"facts_path": str(args.facts.resolve()), "capacity_gb": [s.capacity_gb for s in slots]}
     with JobRecorder("query", spec) as record:

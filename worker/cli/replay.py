@@ -6,13 +6,13 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from worker.cli.progress import ProgressReporter
-from worker.jobs.cli_record import JobRecorder
-from worker.replay.runner import ReplayResult, run_replay
 from worker.spec import ReplaySpec, TraceFormat, load_replay_config, parse_replay_spec
 from worker.traces.formats import detect_format
+
+if TYPE_CHECKING:
+    from worker.replay.runner import ReplayResult
 
 __all__ = ["add_parser", "shorthand_config"]
 
@@ -129,6 +129,8 @@ def shorthand_config(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from worker.jobs.cli_record import JobRecorder  # SQLAlchemy loads only for commands that record
+
     source = Path(args.source)
     if not args.format and _is_config(source):
         shorthand = [
@@ -158,6 +160,9 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def replay_with_progress(spec: ReplaySpec) -> ReplayResult:
+    from worker.cli.progress import ProgressReporter
+    from worker.replay.runner import run_replay
+
     reporter = ProgressReporter()
     try:
         return run_replay(spec, on_progress=reporter)

@@ -3,19 +3,24 @@
 from __future__ import annotations
 
 from pathlib import Path
-
-from alembic import command
-from alembic.config import Config
+from typing import TYPE_CHECKING
 
 from worker.db.session import ensure_sqlite_dir
 from worker.settings import get_settings
 
-__all__ = ["MIGRATIONS", "alembic_config", "downgrade", "upgrade"]
+__all__ = ["MIGRATIONS", "SCHEMA_HEAD", "alembic_config", "downgrade", "upgrade"]
 
 MIGRATIONS = Path(__file__).resolve().parents[2] / "migrations"
+SCHEMA_HEAD = "0002"  # the newest revision in migrations/versions (a test keeps them equal)
+
+
+if TYPE_CHECKING:
+    from alembic.config import Config
 
 
 def alembic_config(url: str | None = None) -> Config:
+    from alembic.config import Config
+
     cfg = Config()
     cfg.set_main_option("script_location", str(MIGRATIONS))
     cfg.set_main_option("sqlalchemy.url", (url or get_settings().db_url).replace("%", "%%"))
@@ -25,8 +30,12 @@ def alembic_config(url: str | None = None) -> Config:
 def upgrade(url: str | None = None, revision: str = "head") -> None:
     url = url or get_settings().db_url
     ensure_sqlite_dir(url)
+    from alembic import command
+
     command.upgrade(alembic_config(url), revision)
 
 
 def downgrade(url: str | None = None, revision: str = "base") -> None:
+    from alembic import command
+
     command.downgrade(alembic_config(url), revision)

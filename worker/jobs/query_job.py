@@ -8,21 +8,21 @@ import json
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import delete
 from sqlalchemy.orm import Session
 
 from worker.curve import exact_curves
-from worker.db.models import Job, QuerySummary, utcnow
+from worker.db.models import Job, utcnow
 from worker.errors import LiteHitError, QueryError
 from worker.jobs.state import claim_job_stage, fail_job
+from worker.jobs.summaries import record_summaries
 from worker.jobs.transient import TRANSIENT
 from worker.plot import plot_facts
 from worker.publish import AtomicPublisher
-from worker.query import QueryResult, Summary, parse_capacities, query_facts
+from worker.query import parse_capacities, query_facts
 from worker.settings import Settings
 from worker.storage import CURVE_FILE, REQUESTS_FILE, Storage
 
-__all__ = ["record_summaries", "run_query"]
+__all__ = ["run_query"]
 
 
 def facts_of(session: Session, storage: Storage, job: Job) -> Path:
@@ -33,33 +33,6 @@ def facts_of(session: Session, storage: Storage, job: Job) -> Path:
         state = parent.state if parent else "missing"
         raise QueryError(f"the replay {job.parent_id} has no published facts (it is {state})")
     return storage.absolute(parent.output_path)
-
-
-def record_summaries(session: Session, job_id: str, result: QueryResult) -> None:
-    """One row per (instance, slot) and per slot of the total; replaces earlier rows."""
-    session.execute(delete(QuerySummary).where(QuerySummary.job_id == job_id))
-
-    def rows(summary: Summary, is_total: bool) -> list[QuerySummary]:
-        name = "" if summary.instance_id is None else summary.instance_id.decode("utf-8", "replace")
-        return [
-            QuerySummary(
-                job_id=job_id,
-                is_total=is_total,
-                instance_id=name,
-                slot=i,
-                capacity_gb=slot.capacity_gb,
-                requests=summary.requests,
-                total_input_tokens=summary.total_input_tokens,
-                total_hit_blocks=summary.total_hit_blocks[i],
-                total_hit_tokens=summary.total_hit_tokens[i],
-                hit_rate=summary.hit_rates[i],
-            )
-            for i, slot in enumerate(result.slots)
-        ]
-
-    for summary in result.instances:
-        session.add_all(rows(summary, False))
-    session.add_all(rows(result.total, True))
 
 
 def run_query(session: Session, settings: Settings, job_id: str) -> str:
