@@ -15,9 +15,9 @@ from fastapi import Depends, Header, Request
 from sqlalchemy.orm import Session, sessionmaker
 
 from api.errors import ApiError
-from worker.db.session import get_engine
-from worker.settings import Settings
-from worker.storage import Storage
+from litehit.db.session import get_engine
+from litehit.settings import Settings
+from litehit.storage import Storage
 
 
 async def get_app_settings(request: Request) -> Settings:

@@ -9,7 +9,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from worker.errors import ConfigError, FactsError, LiteHitError, QueryError, StorageError
+from litehit.errors import ConfigError, FactsError, LiteHitError, QueryError, StorageError
 
 __all__ = ["ApiError", "install_error_handlers"]
 

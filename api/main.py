@@ -20,11 +20,11 @@ from fastapi import APIRouter, Depends, FastAPI
 from api.deps import require_token
 from api.errors import install_error_handlers
 from api.routes import health, online, queries, replays, traces
+from litehit.db.session import session_scope
+from litehit.settings import Settings, get_settings
+from litehit.storage import Storage
 from worker.celery_app import make_sender
-from worker.db.session import session_scope
 from worker.recovery import sweep
-from worker.settings import Settings, get_settings
-from worker.storage import Storage
 
 __all__ = ["create_app"]  # and ``app``, built on first access (see __getattr__)
 

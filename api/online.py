@@ -2,7 +2,7 @@
 
 Design (one place per instance, arrival order, scale out by instance):
 - Instances are split into LITEHIT_ONLINE_SHARDS shards by a stable hash of their id
-  (worker.online.store.shard_of). Each shard has exactly one owner process, this app started
+  (litehit.online.store.shard_of). Each shard has exactly one owner process, this app started
   with LITEHIT_ONLINE_SHARD=<i>; it holds a lease row in SQL, renewed every few seconds, and a
   second process for the same shard refuses to start while the lease is alive.
 - Handlers are ``async`` and do their (C) work inline on the event loop: requests are applied
@@ -31,15 +31,15 @@ from sqlalchemy import delete
 
 from api.deps import require_token
 from api.errors import ApiError, install_error_handlers
-from worker.db.models import OnlineGroup, OnlineInstance, new_id, utcnow
-from worker.db.session import session_scope
-from worker.errors import ConfigError, ConfigIssue
+from litehit.db.models import OnlineGroup, OnlineInstance, new_id, utcnow
+from litehit.db.session import session_scope
+from litehit.errors import ConfigError, ConfigIssue
+from litehit.online.engine import OnlineInstance as LiveInstance
+from litehit.online.engine import RequestRejected, TraceQuery
+from litehit.online.store import claim_shard, load_groups, load_instances, release_shard, save_counters, shard_of
+from litehit.settings import Settings, get_settings
+from litehit.spec import InstanceGroup, InstanceInfo, group_issues, instance_issues
 from worker.jobs.state import me
-from worker.online.engine import OnlineInstance as LiveInstance
-from worker.online.engine import RequestRejected, TraceQuery
-from worker.online.store import claim_shard, load_groups, load_instances, release_shard, save_counters, shard_of
-from worker.settings import Settings, get_settings
-from worker.spec import InstanceGroup, InstanceInfo, group_issues, instance_issues
 
 __all__ = ["OnlineOwner", "create_online_app"]
 

@@ -8,7 +8,7 @@ from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from worker.spec import ReplaySpec
+from litehit.spec import ReplaySpec
 
 T = TypeVar("T")
 

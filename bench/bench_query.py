@@ -23,8 +23,8 @@ from pathlib import Path
 
 from bench_replay import ensure_trace
 
-from worker.publish import AtomicPublisher
-from worker.query import parse_capacities, query_facts
+from litehit.publish import AtomicPublisher
+from litehit.query import parse_capacities, query_facts
 
 CAPACITIES = [str(round(0.25 * 1.3**i, 3)) for i in range(31)] + ["-1"]
 

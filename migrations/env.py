@@ -5,8 +5,8 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy import create_engine, pool
 
-from worker.db.models import Base
-from worker.settings import get_settings
+from litehit.db.models import Base
+from litehit.settings import get_settings
 
 config = context.config
 url = config.get_main_option("sqlalchemy.url") or get_settings().db_url

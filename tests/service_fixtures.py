@@ -25,8 +25,8 @@ import psycopg
 import pytest
 import redis
 
-from worker.db.migrate import downgrade, upgrade
-from worker.settings import Settings
+from litehit.db.migrate import downgrade, upgrade
+from litehit.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
 PG_ADMIN = os.environ.get("LITEHIT_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")

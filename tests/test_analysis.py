@@ -15,13 +15,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import core_c
-from worker.attribution import attribute_misses
-from worker.cli import main
-from worker.curve import exact_curves
-from worker.plot import plot_facts
-from worker.query import CapacitySlot, parse_capacities
-from worker.replay.runner import run_replay
-from worker.spec import parse_replay_spec
+from litehit.cli import main
+from litehit.curve import exact_curves
+from litehit.misses import attribute_misses
+from litehit.plots import plot_facts
+from litehit.query import CapacitySlot, parse_capacities
+from litehit.replay.runner import run_replay
+from litehit.spec import parse_replay_spec
 
 
 def random_facts(rng: random.Random, rows: int, instances: list[tuple[str, int, int]], extended: bool = False) -> str:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from worker.cli import main
-from worker.settings import get_settings
+from litehit.cli import main
+from litehit.settings import get_settings
 
 
 @pytest.fixture

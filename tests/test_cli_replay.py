@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from helpers import read_facts
 
-from worker.cli import main
+from litehit.cli import main
 
 LITEHIT = str(Path(sys.executable).with_name("litehit"))
 

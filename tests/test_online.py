@@ -20,12 +20,12 @@ from service_fixtures import ROOT, free_port, settings_env, wait_for
 
 import core_c
 from api.online import create_online_app
-from worker.db.migrate import upgrade
-from worker.online.store import shard_of
-from worker.query import parse_capacities, query_facts
-from worker.replay.runner import run_replay
-from worker.settings import Settings
-from worker.spec import parse_replay_spec
+from litehit.db.migrate import upgrade
+from litehit.online.store import shard_of
+from litehit.query import parse_capacities, query_facts
+from litehit.replay.runner import run_replay
+from litehit.settings import Settings
+from litehit.spec import parse_replay_spec
 
 GIB = 1 << 30
 CAPS = [2 * 16384 / GIB, 3 * 16384 / GIB, 1.0]  # 2 and 3 blocks of 16 KiB, and 1 GiB

@@ -13,10 +13,10 @@ import pytest
 from helpers import FACTS_HEADER, config, group, instance, request, write_rows
 
 from core_c.query import format_g
-from worker.errors import FactsError, QueryError
-from worker.query import parse_capacities, query_facts
-from worker.replay.runner import run_replay
-from worker.spec import parse_replay_spec
+from litehit.errors import FactsError, QueryError
+from litehit.query import parse_capacities, query_facts
+from litehit.replay.runner import run_replay
+from litehit.spec import parse_replay_spec
 
 WORKED = f"""{FACTS_HEADER}
 r1,i1,1000,13,4,16384,"[]"

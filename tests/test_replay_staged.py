@@ -11,10 +11,10 @@ import pytest
 from helpers import config, group, instance, request, write_rows
 
 import core_c
-from worker.errors import ReplayError
-from worker.replay.runner import FACTS_FILE, run_replay
-from worker.replay.staged import lane_output, lane_stage, merge_stage, parse_stage
-from worker.spec import parse_replay_spec
+from litehit.errors import ReplayError
+from litehit.replay.runner import FACTS_FILE, run_replay
+from litehit.replay.staged import lane_output, lane_stage, merge_stage, parse_stage
+from litehit.spec import parse_replay_spec
 
 
 def staged(spec_data: dict, workdir: Path, order: list[int] | None = None) -> bytes:

@@ -15,10 +15,10 @@ import pytest
 from helpers import instance
 from sqlalchemy import select
 
-from worker.db.models import QuerySummary
-from worker.db.session import session_scope
-from worker.query import parse_capacities, query_facts
-from worker.settings import Settings
+from litehit.db.models import QuerySummary
+from litehit.db.session import session_scope
+from litehit.query import parse_capacities, query_facts
+from litehit.settings import Settings
 
 pytestmark = pytest.mark.service
 

@@ -17,13 +17,13 @@ from service_fixtures import RedisServer, Workers, wait_for
 from sqlalchemy import create_engine, inspect, select, update
 from test_service_api import CONFIG, upload, wait_job
 
-from worker.db.migrate import downgrade, upgrade
-from worker.db.models import Job, LaneRun, utcnow
-from worker.db.session import session_scope
+from litehit.db.migrate import downgrade, upgrade
+from litehit.db.models import Job, LaneRun, utcnow
+from litehit.db.session import session_scope
+from litehit.replay.runner import run_replay
+from litehit.settings import Settings
+from litehit.spec import parse_replay_spec
 from worker.recovery import sweep
-from worker.replay.runner import run_replay
-from worker.settings import Settings
-from worker.spec import parse_replay_spec
 
 pytestmark = pytest.mark.service
 
@@ -197,6 +197,6 @@ _ = instance
 def test_schema_head_constant_matches_the_migrations() -> None:
     from alembic.script import ScriptDirectory
 
-    from worker.db.migrate import SCHEMA_HEAD, alembic_config
+    from litehit.db.migrate import SCHEMA_HEAD, alembic_config
 
     assert ScriptDirectory.from_config(alembic_config("sqlite://")).get_current_head() == SCHEMA_HEAD

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from helpers import config, group, instance
 
-from worker.errors import ConfigError
-from worker.spec import TraceFormat, load_replay_config, parse_replay_spec
+from litehit.errors import ConfigError
+from litehit.spec import TraceFormat, load_replay_config, parse_replay_spec
 
 EXAMPLE = {  # ORIGINAL_LITEHIT.md §2.5
     "trace_file_path": "/data/trace.jsonl",

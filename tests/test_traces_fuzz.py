@@ -23,9 +23,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core_c.scan import ROW_READ, ROW_WRITE, TraceScanner
-from worker.errors import ReplayError
-from worker.replay.runner import run_replay
-from worker.spec import parse_replay_spec
+from litehit.errors import ReplayError
+from litehit.replay.runner import run_replay
+from litehit.spec import parse_replay_spec
 
 FORMATS = ("standard", "mooncake", "qwen_bailian", "publisher_log")
 INT64_MAX = 2**63 - 1

@@ -23,12 +23,12 @@ from helpers import lane_config
 
 import core_c
 from core_c.scan import ROW_READ, ROW_WRITE, ScanResult, TraceScanner
-from worker.errors import ReplayError, TraceError
-from worker.replay.runner import run_replay
-from worker.spec import TraceFormat, parse_replay_spec
-from worker.traces.formats import detect_format
-from worker.traces.scan import scan_chunk
-from worker.traces.source import iter_text_chunks, open_trace
+from litehit.errors import ReplayError, TraceError
+from litehit.replay.runner import run_replay
+from litehit.spec import TraceFormat, parse_replay_spec
+from litehit.traces.formats import detect_format
+from litehit.traces.scan import scan_chunk
+from litehit.traces.source import iter_text_chunks, open_trace
 
 HEADER = "trace_id,instance_id,timestamp_ns,input_token_len,block_size_tokens,block_bytes,hit_curve"
 PUBLISHER_INSTANCE = "3780643326877293460"

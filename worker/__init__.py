@@ -1,1 +1,1 @@
-"""LiteHit jobs: trace readers, the replay runner, facts I/O, queries, storage and Celery tasks."""
+"""The Celery side of LiteHit: the app, thin tasks, job stages and their state machine, recovery."""

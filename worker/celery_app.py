@@ -9,8 +9,8 @@ from typing import Any
 from celery import Celery
 from celery.signals import worker_process_init
 
-from worker.db.session import dispose_engine
-from worker.settings import Settings, get_settings
+from litehit.db.session import dispose_engine
+from litehit.settings import Settings, get_settings
 
 __all__ = ["app", "enqueue", "make_celery", "make_sender"]
 

@@ -14,11 +14,11 @@ from datetime import timedelta
 from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session
 
-from worker.db.models import Job, LaneRun, utcnow
+from litehit.db.models import Job, LaneRun, utcnow
+from litehit.settings import Settings
+from litehit.storage import Storage
 from worker.jobs.state import fail_job
 from worker.jobs.submit import LANE_TASK, MERGE_TASK, PARSE_TASK, QUERY_TASK, Enqueue
-from worker.settings import Settings
-from worker.storage import Storage
 
 __all__ = ["sweep"]
 

@@ -6,13 +6,13 @@ is recorded on the job row by the job functions themselves.
 
 from __future__ import annotations
 
+from litehit.db.session import session_scope
+from litehit.settings import get_settings
 from worker.celery_app import app, enqueue
-from worker.db.session import session_scope
 from worker.jobs.query_job import run_query
 from worker.jobs.replay_job import run_lane, run_merge, run_parse
 from worker.jobs.submit import LANE_TASK, MERGE_TASK, PARSE_TASK, QUERY_TASK
 from worker.jobs.transient import TRANSIENT
-from worker.settings import get_settings
 
 RETRY = {
     "autoretry_for": TRANSIENT,

@@ -10,7 +10,7 @@ from sqlalchemy import Select, func, select
 from sqlalchemy.orm import Session
 
 from api.errors import ApiError
-from worker.db.models import Job, LaneRun, QuerySummary
+from litehit.db.models import Job, LaneRun, QuerySummary
 
 T = TypeVar("T")
 

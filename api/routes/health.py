@@ -10,7 +10,7 @@ from fastapi.responses import JSONResponse
 from sqlalchemy import text
 
 from api.deps import SettingsDep
-from worker.db.session import get_engine
+from litehit.db.session import get_engine
 
 router = APIRouter(tags=["health"])
 

@@ -10,8 +10,8 @@ import httpx
 from fastapi import APIRouter, Request, Response
 
 from api.errors import ApiError
-from worker.online.store import shard_of
-from worker.settings import Settings
+from litehit.online.store import shard_of
+from litehit.settings import Settings
 
 router = APIRouter(prefix="/online", tags=["online"])
 

@@ -13,8 +13,8 @@ from api.errors import ApiError
 from api.routes.common import JOBS, fast_json, job_or_404, job_row, paginate, summary_rows
 from api.routes.replays import accepted
 from api.schemas import ErrorResponse, Page, QueryCreate, QueryPublic
+from litehit.storage import CURVE_FILE, PLOT_FILE, REQUESTS_FILE
 from worker.jobs.submit import QUERY_TASK, IdempotencyConflict, create_query_job
-from worker.storage import CURVE_FILE, PLOT_FILE, REQUESTS_FILE
 
 router = APIRouter(prefix="/queries", tags=["queries"])
 

@@ -13,7 +13,7 @@ from api.deps import EnqueueDep, SessionDep, StorageDep
 from api.errors import ApiError
 from api.routes.common import JOBS, fast_json, job_or_404, job_row, lane_rows, paginate
 from api.schemas import ErrorResponse, Page, ReplayCreate, ReplayPublic
-from worker.db.models import Job, utcnow
+from litehit.db.models import Job, utcnow
 from worker.jobs.state import TERMINAL, fail_job
 from worker.jobs.submit import PARSE_TASK, IdempotencyConflict, create_replay_job
 

@@ -15,10 +15,10 @@ from api.deps import SessionDep, SettingsDep, StorageDep
 from api.errors import ApiError
 from api.routes.common import paginate
 from api.schemas import ErrorResponse, Page, TracePublic
-from worker.db.models import Trace, new_id
-from worker.errors import LiteHitError
-from worker.traces.formats import detect_format
-from worker.traces.source import GZIP_MAGIC, ZSTD_MAGIC
+from litehit.db.models import Trace, new_id
+from litehit.errors import LiteHitError
+from litehit.traces.formats import detect_format
+from litehit.traces.source import GZIP_MAGIC, ZSTD_MAGIC
 
 router = APIRouter(prefix="/traces", tags=["traces"])
 

@@ -10,17 +10,17 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from worker.curve import exact_curves
-from worker.db.models import Job, utcnow
-from worker.errors import LiteHitError, QueryError
+from litehit.curve import exact_curves
+from litehit.db.models import Job, utcnow
+from litehit.db.summaries import record_summaries
+from litehit.errors import LiteHitError, QueryError
+from litehit.plots import plot_facts
+from litehit.publish import AtomicPublisher
+from litehit.query import parse_capacities, query_facts
+from litehit.settings import Settings
+from litehit.storage import CURVE_FILE, REQUESTS_FILE, Storage
 from worker.jobs.state import claim_job_stage, fail_job
-from worker.jobs.summaries import record_summaries
 from worker.jobs.transient import TRANSIENT
-from worker.plot import plot_facts
-from worker.publish import AtomicPublisher
-from worker.query import parse_capacities, query_facts
-from worker.settings import Settings
-from worker.storage import CURVE_FILE, REQUESTS_FILE, Storage
 
 __all__ = ["run_query"]
 

@@ -1,6 +1,6 @@
 """Replay jobs of the service: submit, then parse once -> one task per lane -> merge + publish.
 
-Every function takes ids, reads the job row, does its stage through worker.replay.staged and
+Every function takes ids, reads the job row, does its stage through litehit.replay.staged and
 records the outcome on the row. ``enqueue(task_name, *args)`` is passed in (Celery in the
 service, a direct call in tests).
 """
@@ -14,8 +14,13 @@ from pathlib import Path
 from sqlalchemy import delete
 from sqlalchemy.orm import Session
 
-from worker.db.models import Job, LaneRun, utcnow
-from worker.errors import LiteHitError
+from litehit.db.models import Job, LaneRun, utcnow
+from litehit.errors import LiteHitError
+from litehit.replay.runner import FACTS_FILE, Progress, ReplayCancelled
+from litehit.replay.staged import lane_stage, merge_stage, parse_stage, read_manifest
+from litehit.settings import Settings
+from litehit.spec import ReplaySpec, parse_replay_spec
+from litehit.storage import Storage
 from worker.jobs.state import (
     claim_job_stage,
     claim_lane,
@@ -28,11 +33,6 @@ from worker.jobs.state import (
 )
 from worker.jobs.submit import LANE_TASK, MERGE_TASK, Enqueue
 from worker.jobs.transient import TRANSIENT
-from worker.replay.runner import FACTS_FILE, Progress, ReplayCancelled
-from worker.replay.staged import lane_stage, merge_stage, parse_stage, read_manifest
-from worker.settings import Settings
-from worker.spec import ReplaySpec, parse_replay_spec
-from worker.storage import Storage
 
 __all__ = ["run_lane", "run_merge", "run_parse", "runtime_spec"]
 

@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy import and_, exists, or_, select, update
 from sqlalchemy.orm import Session
 
-from worker.db.models import Job, LaneRun, utcnow
+from litehit.db.models import Job, LaneRun, utcnow
 
 __all__ = [
     "TERMINAL",

@@ -15,12 +15,12 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from worker.capacity import DEFAULT_TARGETS, parse_capacities
-from worker.db.models import Job, Trace
-from worker.errors import ConfigError, ConfigIssue, LiteHitError, QueryError, StorageError
-from worker.spec import ReplaySpec, parse_replay_spec
-from worker.storage import Storage
-from worker.traces.formats import detect_format
+from litehit.capacity import DEFAULT_TARGETS, parse_capacities
+from litehit.db.models import Job, Trace
+from litehit.errors import ConfigError, ConfigIssue, LiteHitError, QueryError, StorageError
+from litehit.spec import ReplaySpec, parse_replay_spec
+from litehit.storage import Storage
+from litehit.traces.formats import detect_format
 
 __all__ = [
     "LANE_TASK",

@@ -1,0 +1,6 @@
+"""LiteHit: exact LRU prefix-hit analysis of KV-cache block traces, the domain library and the CLI.
+
+The layers point one way: ``core_c`` (C engine) <- ``litehit`` (this package: spec, traces, replay,
+facts, query, curve, misses, plots, storage, online engine, database, CLI) <- ``worker`` (Celery)
+<- ``api`` (HTTP). Nothing here imports ``worker`` or ``api``.
+"""

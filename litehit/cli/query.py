@@ -1,0 +1,65 @@
+"""``litehit query``: capacity queries over a facts file (the original facts query tool)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from litehit.capacity import parse_capacities
+from litehit.publish import AtomicPublisher
+
+if TYPE_CHECKING:
+    from litehit.query import QueryResult
+
+__all__ = ["add_parser", "print_table"]
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "query",
+        help="hit rates of published facts at any capacities",
+        description=(
+            "Project facts onto cache capacities (binary GiB; negative = infinite; order kept,\n"
+            "duplicates and 0 allowed). With -o, writes the original query JSONL: one row per\n"
+            "request, one summary per instance, one total. Without -o, prints the summaries.\n\n"
+            "  litehit query out/litehit_facts.csv --capacity-gb 0.5 1 2 4 -1 -o query.jsonl"
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("facts", type=Path, help="a litehit_facts.csv")
+    p.add_argument("--capacity-gb", nargs="+", required=True, metavar="GB", help="capacities in GiB (-1 = infinite)")
+    p.add_argument("-o", "--output", type=Path, help="write the JSONL here (atomically)")
+    p.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from litehit.cli.run_record import JobRecorder  # SQLAlchemy loads only for commands that record
+    from litehit.query import query_facts
+
+    slots = parse_capacities(args.capacity_gb)
+    spec = {"facts_path": str(args.facts.resolve()), "capacity_gb": [s.capacity_gb for s in slots]}
+    with JobRecorder("query", spec) as record:
+        if args.output is None:
+            result = query_facts(args.facts, slots)
+        else:
+            with AtomicPublisher(args.output) as out:
+                result = query_facts(args.facts, slots, out)
+                out.commit()
+        record.query_succeeded(result, str(args.output.resolve()) if args.output else None)
+    if args.output is not None:
+        print(f"facts query done: {args.output}")
+    print_table(result)
+    return 0
+
+
+def print_table(result: QueryResult, stream: Any = None) -> None:
+    stream = stream or sys.stdout
+    caps = [("inf" if s.infinite else f"{s.capacity_gb:g} GiB") for s in result.slots]
+    width = max([len("instance"), *(len(i.instance_id or b"") for i in result.instances), 5]) + 2
+    stream.write("instance".ljust(width) + "requests".rjust(10) + "".join(c.rjust(12) for c in caps) + "\n")
+    for summary in [*result.instances, result.total]:
+        name = "total" if summary.instance_id is None else summary.instance_id.decode("utf-8", "replace")
+        rates = "".join(f"{r:12.2%}" for r in summary.hit_rates)
+        stream.write(name.ljust(width) + f"{summary.requests:10,}" + rates + "\n")

@@ -1,0 +1,143 @@
+"""Job records of CLI runs, in the same database as the service (the embedded SQLite by
+default), so ``litehit jobs`` lists past runs.
+
+The row is written once, when the run ends (a killed command leaves no stale "running" row);
+opening and migrating the database happens in a background thread while the run works.
+Recording never breaks a command: if the database is unusable, the command warns and carries on.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from litehit.db.migrate import SCHEMA_HEAD
+from litehit.settings import Settings, get_settings
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
+
+    from litehit.query import QueryResult
+    from litehit.replay.runner import ReplayResult
+
+__all__ = ["JobRecorder", "ensure_schema"]
+
+
+def ensure_schema(url: str) -> None:
+    """Migrates an embedded SQLite database to head; other databases are migrated by their
+    stack (alembic upgrade head) and only checked."""
+    from sqlalchemy import text
+    from sqlalchemy.exc import DBAPIError
+
+    from litehit.db.session import get_engine
+
+    try:
+        with get_engine(url).connect() as conn:
+            current = conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
+    except DBAPIError:  # no version table yet: a new database
+        current = None
+    if current == SCHEMA_HEAD:
+        return
+    if not url.startswith("sqlite"):
+        raise RuntimeError(f"the database is at revision {current}, not {SCHEMA_HEAD}: run `alembic upgrade head`")
+    from litehit.db.migrate import upgrade  # Alembic is imported only when a migration runs
+
+    upgrade(url)
+
+
+class JobRecorder:
+    """**Usage**::
+
+    with JobRecorder("replay", spec_dict) as rec:
+        result = run_replay(spec)
+        rec.replay_succeeded(result)       # or rec.query_succeeded(result, path)
+    rec.job_id                             # the recorded job (None if not recorded)
+    # an exception inside the block records the job as failed (and is re-raised)
+    """
+
+    def __init__(self, kind: str, spec: dict[str, Any], settings: Settings | None = None) -> None:
+        self.settings = settings or get_settings()
+        self.kind, self.spec = kind, spec
+        self.job_id: str | None = None
+        self._ready: threading.Thread | None = None
+        self._problem: BaseException | None = None
+        self._outcome: Any = None
+        self._started: datetime | None = None
+
+    def _prepare(self) -> None:
+        try:
+            ensure_schema(self.settings.db_url)
+        except BaseException as exc:
+            self._problem = exc
+
+    def __enter__(self) -> JobRecorder:
+        if self.settings.record_jobs:
+            from litehit.db.models import utcnow
+
+            self._started = utcnow()
+            self._ready = threading.Thread(target=self._prepare, name="litehit-record", daemon=True)
+            self._ready.start()
+        return self
+
+    def replay_succeeded(self, result: ReplayResult) -> None:
+        self._outcome = ("replay", result)
+
+    def query_succeeded(self, result: QueryResult, output: str | None) -> None:
+        self._outcome = ("query", result, output)
+
+    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
+        if self._ready is None:
+            return
+        self._ready.join()
+        if self._problem is None:
+            try:
+                self._write(exc)
+            except Exception as problem:
+                self._problem = problem
+        if self._problem is not None:
+            print(
+                f"litehit: warning: not recording this run in {self.settings.db_url}: {self._problem}", file=sys.stderr
+            )
+            self.job_id = None
+
+    def _write(self, exc: BaseException | None) -> None:
+        from litehit.db.models import Job, LaneRun, utcnow
+        from litehit.db.session import session_scope
+        from litehit.db.summaries import record_summaries
+
+        with session_scope(self.settings.db_url) as session:
+            job = Job(kind=self.kind, source="cli", spec=self.spec, stage="done", started_at=self._started,
+                      finished_at=utcnow(), stats={}, progress={})  # fmt: skip
+            session.add(job)
+            session.flush()
+            if exc is not None:
+                cancelled = isinstance(exc, KeyboardInterrupt)
+                job.state = "cancelled" if cancelled else "failed"
+                job.error = "interrupted" if cancelled else str(exc)
+            elif self._outcome is not None and self._outcome[0] == "replay":
+                self._replay_done(session, job, self._outcome[1], LaneRun)
+            elif self._outcome is not None:
+                _, result, output = self._outcome
+                job.state, job.output_path = "succeeded", output
+                job.stats = {"rows": result.rows, "instances": len(result.instances)}
+                record_summaries(session, job.id, result)
+            else:
+                job.state = "failed"
+                job.error = "ended without a result"
+            self.job_id = job.id
+
+    @staticmethod
+    def _replay_done(session: Session, job: Any, result: ReplayResult, lane_model: Any) -> None:
+        job.state = "succeeded"
+        job.output_path = str(result.facts_path.resolve())
+        job.stats = {"trace_format": result.trace_format.value, "lines": result.lines, "reads": result.reads,
+                     "blocks": result.blocks, "facts_rows": result.facts_rows,
+                     "seconds": round(result.elapsed_s, 3)}  # fmt: skip
+        for i, lane in enumerate(result.lanes):
+            session.add(lane_model(job_id=job.id, lane=i, instance_id=lane.instance_id, state="succeeded",
+                                   requests=lane.requests, requests_total=lane.requests, blocks=lane.blocks,
+                                   blocks_total=lane.blocks, unique_blocks=lane.unique_blocks,
+                                   memory_bytes=lane.memory_bytes, expired_blocks=lane.expired_blocks,
+                                   finished_at=job.finished_at))  # fmt: skip

@@ -1,0 +1,209 @@
+"""The exact hit-rate curve of each instance over ALL capacities, from 0 to the infinite plateau.
+
+For one request, hit_blocks(C) = #{thresholds <= C}; a segment (start, run) holds thresholds
+start .. start+run-1. Summed over requests, the slope of hit_blocks(C) rises by one at every
+segment start and falls by one after every segment end, so two counting passes over the
+segments (a difference array over capacities) and two prefix sums give hit_blocks at every
+capacity: O(segments + largest threshold), never one projection per capacity.
+
+A breakpoint is a capacity where the hit rate changes. When the rows of an instance differ in
+block_bytes (facts from several configs), the per-(block size, block bytes) curves are merged on
+a byte axis.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from litehit.capacity import DEFAULT_TARGETS, GIB
+from litehit.facts import FactsStream
+
+__all__ = ["CurvePoint", "InstanceCurve", "exact_curves"]
+
+
+@dataclass(frozen=True, slots=True)
+class CurvePoint:
+    capacity_bytes: int
+    capacity_blocks: int | None  # None when the instance mixes block sizes in bytes
+    hit_tokens: int
+    hit_rate: float
+
+    @property
+    def capacity_gib(self) -> float:
+        return self.capacity_bytes / GIB
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "capacity_blocks": self.capacity_blocks,
+            "capacity_bytes": self.capacity_bytes,
+            "capacity_gib": self.capacity_gib,
+            "hit_tokens": self.hit_tokens,
+            "hit_rate": self.hit_rate,
+        }
+
+
+@dataclass
+class InstanceCurve:
+    """Breakpoint i: from capacity_bytes[i] (capacity_blocks[i]) on, hit_tokens[i] tokens hit;
+    breakpoint 0 is capacity 0, the last one reaches the infinite-capacity plateau."""
+
+    instance_id: str
+    block_bytes: int | None  # bytes per block when uniform across the instance's rows
+    requests: int
+    input_tokens: int
+    capacity_bytes: list[int]
+    capacity_blocks: list[int] | None
+    hit_tokens: npt.NDArray[np.int64]
+    targets: dict[float, int] = field(default_factory=dict)  # fraction -> breakpoint index
+
+    def __len__(self) -> int:
+        return len(self.hit_tokens)
+
+    def point(self, i: int) -> CurvePoint:
+        tokens = int(self.hit_tokens[i])
+        return CurvePoint(
+            self.capacity_bytes[i],
+            None if self.capacity_blocks is None else self.capacity_blocks[i],
+            tokens,
+            tokens / self.input_tokens if self.input_tokens else 0.0,
+        )
+
+    @property
+    def plateau(self) -> CurvePoint:
+        """The infinite-capacity value, at the smallest capacity that reaches it."""
+        return self.point(len(self) - 1)
+
+    def hit_rates(self) -> npt.NDArray[np.float64]:
+        if self.input_tokens == 0:
+            return np.zeros(len(self))
+        return self.hit_tokens / np.float64(self.input_tokens)
+
+    def hit_tokens_at(self, capacity_bytes: int) -> int:
+        """The step function itself: hit tokens at a byte capacity (for checks and plots)."""
+        i = bisect.bisect_right(self.capacity_bytes, capacity_bytes) - 1
+        return int(self.hit_tokens[i]) if i >= 0 else 0
+
+    def as_dict(self) -> dict[str, Any]:
+        rates = self.hit_rates().tolist()
+        blocks: list[int | None] = (
+            list(self.capacity_blocks) if self.capacity_blocks is not None else [None] * len(self)
+        )
+        return {
+            "instance_id": self.instance_id,
+            "block_bytes": self.block_bytes,
+            "requests": self.requests,
+            "total_input_tokens": self.input_tokens,
+            "infinite": self.plateau.as_dict(),
+            "targets": [{"fraction": f, **self.point(i).as_dict()} for f, i in sorted(self.targets.items())],
+            "breakpoints": {
+                "columns": ["capacity_blocks", "capacity_bytes", "capacity_gib", "hit_tokens", "hit_rate"],
+                "rows": [
+                    [k, b, b / GIB, t, r]
+                    for k, b, t, r in zip(blocks, self.capacity_bytes, self.hit_tokens.tolist(), rates, strict=True)
+                ],
+            },
+        }
+
+
+@dataclass
+class _Group:
+    """Difference arrays of one (instance, block size, block bytes)."""
+
+    block_size: int
+    block_bytes: int
+    starts: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(1, np.int64))
+    ends: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(1, np.int64))
+
+    def add(self, starts: npt.NDArray[np.int64], runs: npt.NDArray[np.int64]) -> None:
+        if len(starts) == 0:
+            return
+        ends = starts + runs
+        size = int(ends.max()) + 1
+        if size > len(self.starts):
+            self.starts = np.concatenate([self.starts, np.zeros(size - len(self.starts), np.int64)])
+            self.ends = np.concatenate([self.ends, np.zeros(size - len(self.ends), np.int64)])
+        self.starts[:size] += np.bincount(starts, minlength=size)[:size]
+        self.ends[:size] += np.bincount(ends, minlength=size)[:size]
+
+    def hit_blocks(self) -> npt.NDArray[np.int64]:
+        """hit_blocks(C) for C = 0 .. largest threshold."""
+        slope = np.cumsum(self.starts - self.ends)
+        return np.cumsum(slope) - slope[0] if len(slope) else slope  # slope[0] is always 0
+
+
+@dataclass
+class _Instance:
+    groups: dict[tuple[int, int], _Group] = field(default_factory=dict)
+    requests: int = 0
+    input_tokens: int = 0
+
+
+def exact_curves(path: str | Path, targets: Sequence[float] = DEFAULT_TARGETS) -> list[InstanceCurve]:
+    """Exact curves of every instance of a facts file, sorted by instance id (bytes order)."""
+    for f in targets:
+        if not 0 < f <= 1:
+            raise ValueError(f"target fractions must be in (0, 1], got {f}")
+    stream = FactsStream(path)
+    acc: dict[int, _Instance] = {}
+    for chunk, groups in stream:
+        segs = chunk.column("segs")
+        seg_offsets = chunk.column("seg_offsets")
+        rows_of_seg = np.repeat(np.arange(chunk.rows), np.diff(seg_offsets))
+        bs, bb, lens = chunk.column("block_size"), chunk.column("block_bytes"), chunk.column("input_len")
+        keys = np.stack([groups.astype(np.int64), bs, bb], axis=1)
+        for key in np.unique(keys, axis=0):
+            g, size, nbytes = (int(v) for v in key)
+            mine = np.flatnonzero((groups == g) & (bs == size) & (bb == nbytes))
+            inst = acc.setdefault(g, _Instance())
+            inst.requests += len(mine)
+            inst.input_tokens += int(lens[mine].sum())
+            group = inst.groups.setdefault((size, nbytes), _Group(size, nbytes))
+            seg_mask = np.isin(rows_of_seg, mine)
+            group.add(segs[seg_mask, 0], segs[seg_mask, 1])
+    curves = [_finish(stream.instances.names[g], inst, targets) for g, inst in acc.items()]
+    return sorted(curves, key=lambda c: c.instance_id.encode())
+
+
+def _finish(name: bytes, inst: _Instance, targets: Sequence[float]) -> InstanceCurve:
+    if len(inst.groups) == 1:
+        (group,) = inst.groups.values()
+        hits = group.hit_blocks() * group.block_size
+        caps = np.concatenate([[0], np.flatnonzero(np.diff(hits)) + 1]).astype(np.int64)
+        blocks: list[int] | None = caps.tolist()
+        capacity_bytes = [c * group.block_bytes for c in caps.tolist()]
+        values = hits[caps]
+        block_bytes: int | None = group.block_bytes
+    else:  # merge the sub-curves on the byte axis
+        events: dict[int, int] = {0: 0}
+        for group in inst.groups.values():
+            hits = group.hit_blocks() * group.block_size
+            for c in (np.flatnonzero(np.diff(hits)) + 1).tolist():
+                b = c * group.block_bytes
+                events[b] = events.get(b, 0) + int(hits[c] - hits[c - 1])
+        capacity_bytes = sorted(events)
+        values = np.cumsum([events[b] for b in capacity_bytes]).astype(np.int64)
+        blocks, block_bytes = None, None
+    curve = InstanceCurve(
+        instance_id=name.decode("utf-8", "replace"),
+        block_bytes=block_bytes,
+        requests=inst.requests,
+        input_tokens=inst.input_tokens,
+        capacity_bytes=capacity_bytes,
+        capacity_blocks=blocks,
+        hit_tokens=values,
+    )
+    plateau = int(values[-1])
+    for f in targets:
+        # smallest capacity whose hit tokens reach f x the plateau (same denominator), exactly
+        frac = Fraction(str(f))
+        need = -(-plateau * frac.numerator // frac.denominator)
+        curve.targets[f] = int(np.searchsorted(values, need, side="left"))
+    return curve

@@ -1,0 +1,43 @@
+"""Running the Alembic migrations from code (the CLI migrates its embedded SQLite on first use)."""
+
+from __future__ import annotations
+
+from importlib.resources import files
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from litehit.db.session import ensure_sqlite_dir
+from litehit.settings import get_settings
+
+__all__ = ["MIGRATIONS", "SCHEMA_HEAD", "alembic_config", "downgrade", "upgrade"]
+
+# The top-level migrations/ folder, installed as the package litehit.migrations (pyproject.toml).
+MIGRATIONS = Path(str(files("litehit.migrations")))
+SCHEMA_HEAD = "0002"  # the newest revision in migrations/versions (a test keeps them equal)
+
+
+if TYPE_CHECKING:
+    from alembic.config import Config
+
+
+def alembic_config(url: str | None = None) -> Config:
+    from alembic.config import Config
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS))
+    cfg.set_main_option("sqlalchemy.url", (url or get_settings().db_url).replace("%", "%%"))
+    return cfg
+
+
+def upgrade(url: str | None = None, revision: str = "head") -> None:
+    url = url or get_settings().db_url
+    ensure_sqlite_dir(url)
+    from alembic import command
+
+    command.upgrade(alembic_config(url), revision)
+
+
+def downgrade(url: str | None = None, revision: str = "base") -> None:
+    from alembic import command
+
+    command.downgrade(alembic_config(url), revision)

@@ -1,0 +1,91 @@
+"""Facts files: the header, streaming the rows in chunks through the C reader, and a global
+numbering of instances across chunks.
+
+Plain facts have the 7 original columns; extended facts add complete_blocks,cut_reason.
+Any malformed row fails the whole read with FactsError naming the line (header = line 1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from core_c.query import FactsChunk, FactsReader
+from litehit.errors import FactsError, TraceError
+from litehit.replay.render import EXTENDED_HEADER, FACTS_HEADER
+from litehit.traces.source import CHUNK_BYTES, iter_text_chunks, open_trace
+
+__all__ = ["FactsStream", "InstanceIndex"]
+
+
+@dataclass
+class InstanceIndex:
+    """Instance ids (raw bytes) numbered in order of first appearance."""
+
+    names: list[bytes] = field(default_factory=list)
+    _index: dict[bytes, int] = field(default_factory=dict)
+
+    def map_chunk(self, chunk: FactsChunk) -> npt.NDArray[np.int32]:
+        """Per-row global instance numbers of a chunk."""
+        local = chunk.instance_names()
+        table = np.empty(len(local), dtype=np.int32)
+        for i, name in enumerate(local):
+            if name not in self._index:
+                self._index[name] = len(self.names)
+                self.names.append(name)
+            table[i] = self._index[name]
+        return table[chunk.column("instance")] if len(local) else np.empty(0, dtype=np.int32)
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+
+class FactsStream:
+    """**Usage**::
+
+    stream = FactsStream(path)
+    for chunk, groups in stream:       # groups: global instance number of every row
+        ...
+    stream.instances.names             # every instance seen, in order of appearance
+    stream.extended                    # True for extended facts
+    """
+
+    def __init__(self, path: str | Path, *, chunk_bytes: int = CHUNK_BYTES) -> None:
+        self.path = str(path)
+        self.chunk_bytes = chunk_bytes
+        self.instances = InstanceIndex()
+        self.extended = False
+        self.rows = 0
+
+    def __iter__(self) -> Iterator[tuple[FactsChunk, npt.NDArray[np.int32]]]:
+        reader = FactsReader()
+        try:
+            try:
+                stream = open_trace(self.path)
+            except TraceError as exc:
+                raise FactsError(self.path, 0, f"failed to open facts file: {exc.message}") from None
+            with stream:
+                header = stream.readline()
+                if not header:
+                    raise FactsError(self.path, 0, "facts file is empty")
+                if header == FACTS_HEADER:
+                    self.extended = False
+                elif header == EXTENDED_HEADER:
+                    self.extended = True
+                else:
+                    raise FactsError(self.path, 1, "facts file header mismatch")
+                try:
+                    for text in iter_text_chunks(stream, self.path, self.chunk_bytes):
+                        chunk = reader.parse(text.data, text.first_line + 1, extended=self.extended)
+                        if chunk.error_line:
+                            raise FactsError(self.path, chunk.error_line, chunk.error)
+                        self.rows += chunk.rows
+                        yield chunk, self.instances.map_chunk(chunk)
+                except TraceError as exc:
+                    raise FactsError(self.path, 0, f"I/O error while reading facts file: {exc.message}") from None
+        finally:
+            reader.close()

@@ -1,0 +1,174 @@
+"""Online instances: a LiteHit core per instance, its capacity slots and cumulative counters.
+
+A trace query is NormalizeRequest (no re-blocking; a missing length is keys x block_size) ->
+the lane core (TTL on wall-clock time, or the request's own timestamp_ns) -> the projector at
+every slot, then integer counters. Rates are derived from integer sums, never averaged.
+Everything here runs in the one process that owns the instance (api/online.py).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+import core_c
+from litehit.db.models import utcnow
+from litehit.errors import LiteHitError
+from litehit.spec import InstanceGroup, InstanceInfo
+
+__all__ = ["Counters", "OnlineInstance", "RequestRejected", "TraceQuery", "slot_blocks"]
+
+INT64_MAX = 2**63 - 1
+
+
+class RequestRejected(LiteHitError):
+    """A trace query violates the request contract; nothing of its batch was applied."""
+
+    def __init__(self, index: int, message: str) -> None:
+        self.index, self.message = index, message
+        super().__init__(f"request {index}: {message}")
+
+
+def slot_blocks(capacity_gb: float, block_bytes: int) -> int:
+    """trunc(capacity_gb x 1024^3 / block_bytes), exact, saturating at INT64_MAX."""
+    return min(int(Fraction(capacity_gb) * 2**30 / block_bytes), INT64_MAX)
+
+
+@dataclass
+class Counters:
+    queries: int = 0
+    input_tokens: int = 0
+    blocks: int = 0  # complete blocks
+    hit_blocks: list[int] = field(default_factory=list)  # per slot
+    max_hit_blocks: int = 0  # at infinite capacity (kept even when not shown)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"queries": self.queries, "input_tokens": self.input_tokens, "blocks": self.blocks,
+                "hit_blocks": list(self.hit_blocks), "max_hit_blocks": self.max_hit_blocks}  # fmt: skip
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | None, slots: int) -> Counters:
+        if not data or len(data.get("hit_blocks", [])) != slots:
+            return cls(hit_blocks=[0] * slots)
+        return cls(int(data["queries"]), int(data["input_tokens"]), int(data["blocks"]),
+                   [int(v) for v in data["hit_blocks"]], int(data["max_hit_blocks"]))  # fmt: skip
+
+
+@dataclass(frozen=True)
+class TraceQuery:
+    block_keys: list[int] | npt.NDArray[np.int64]
+    input_token_len: int | None = None  # None or 0: derived as keys x block_size
+    timestamp_ns: int | None = None  # None: wall clock
+
+
+class OnlineInstance:
+    """The live state of one registered instance."""
+
+    def __init__(self, info: InstanceInfo, group: InstanceGroup, counters: dict[str, Any] | None = None) -> None:
+        self.info, self.group = info, group
+        self.block_bytes = info.block_bytes
+        self.capacity_gb = sorted(group.capacity_gb)  # the original sorts slots on load
+        self.slots = [slot_blocks(gb, self.block_bytes) for gb in self.capacity_gb]
+        self.counters = Counters.from_dict(counters, len(self.slots))
+        self.lane = core_c.Lane(ttl_ns=group.ttl_ns)
+        self.state_since: datetime = utcnow()  # the LRU state is rebuilt empty at load
+        self.dirty = False
+
+    @property
+    def instance_id(self) -> str:
+        return self.info.instance_id
+
+    def close(self) -> None:
+        self.lane.close()
+
+    def query(self, requests: list[TraceQuery], *, clock: Any = time.time_ns) -> list[dict[str, Any]]:
+        """Applies trace queries in order and returns one result per request. Every request is
+        validated first: a rejected one (RequestRejected) leaves the instance unchanged."""
+        n = len(requests)
+        sizes = np.fromiter((len(r.block_keys) for r in requests), dtype=np.int64, count=n)
+        offsets = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(sizes, out=offsets[1:])
+        keys = np.empty(int(offsets[-1]), dtype=np.int64)
+        for i, r in enumerate(requests):
+            keys[offsets[i] : offsets[i + 1]] = r.block_keys
+        lens = np.fromiter((r.input_token_len or 0 for r in requests), dtype=np.int64, count=n)
+        try:
+            batch = core_c.normalize_batch(keys, offsets, lens, self.info.block_size,
+                                           prefix_hash=bool(self.group.enable_prefix_hash))  # fmt: skip
+        except core_c.CoreError as exc:
+            raise RequestRejected(exc.index or 0, exc.message) from None
+        now = clock()
+        stamps = np.fromiter(
+            (now if r.timestamp_ns is None else r.timestamp_ns for r in requests), dtype=np.int64, count=n
+        )
+        facts = self.lane.process_batch(batch.keys, batch.offsets, stamps)
+        hits = core_c.project_batch(facts.segments, facts.seg_offsets, [*self.slots, None]).astype(np.int64)
+        self._count(batch, hits)
+        return self._results(batch.input_lens, np.diff(batch.offsets), hits)
+
+    def _count(self, batch: core_c.NormalizedBatch, hits: npt.NDArray[np.int64]) -> None:
+        c = self.counters
+        c.queries += len(batch)
+        c.input_tokens += int(batch.input_lens.sum())
+        c.blocks += len(batch.keys)
+        sums = hits.sum(axis=0)
+        c.hit_blocks = [a + int(b) for a, b in zip(c.hit_blocks, sums[:-1], strict=True)]
+        c.max_hit_blocks += int(sums[-1])
+        self.dirty = True
+
+    def _results(self, lens: npt.NDArray[np.int64], blocks: npt.NDArray[np.int64],
+                 hits: npt.NDArray[np.int64]) -> list[dict[str, Any]]:  # fmt: skip
+        bs = self.info.block_size
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rates = np.where(lens[:, None] > 0, hits * bs / np.maximum(lens, 1)[:, None], 0.0)
+        show_max = self.group.enable_theoretical_max_cache
+        out = []
+        for i, (length, n_blocks) in enumerate(zip(lens.tolist(), blocks.tolist(), strict=True)):
+            row_hits, row_rates = hits[i].tolist(), rates[i].tolist()
+            out.append({
+                "input_token_len": length,
+                "blocks": n_blocks,
+                "hit_blocks": row_hits[:-1],
+                "hit_rates": row_rates[:-1],
+                "max_hit_blocks": row_hits[-1] if show_max else -1,
+                "max_hit_rate": row_rates[-1] if show_max else -1.0,
+            })  # fmt: skip
+        return out
+
+    def summary(self) -> dict[str, Any]:
+        """ListInstances: integer sums first, rates derived from them."""
+        c = self.counters
+        bs = self.info.block_size
+
+        def rate(blocks: int) -> float:
+            return blocks * bs / c.input_tokens if c.input_tokens else 0.0
+
+        stats = self.lane.stats()
+        show_max = self.group.enable_theoretical_max_cache
+        return {
+            "instance_id": self.instance_id,
+            "instance_group_name": self.group.name,
+            "block_size": bs,
+            "block_bytes": self.block_bytes,
+            "ttl_seconds": self.group.ttl_seconds,
+            "capacity_gb": self.capacity_gb,
+            "capacity_blocks": self.slots,
+            "total_queries": c.queries,
+            "total_input_tokens": c.input_tokens,
+            "total_blocks": c.blocks,
+            "total_hit_blocks": c.hit_blocks,
+            "total_hit_tokens": [h * bs for h in c.hit_blocks],
+            "hit_rates": [rate(h) for h in c.hit_blocks],
+            "max_hit_blocks": c.max_hit_blocks if show_max else -1,
+            "max_hit_rate": rate(c.max_hit_blocks) if show_max else -1.0,
+            "unique_blocks": stats.unique_blocks,
+            "engine_memory_bytes": stats.memory_bytes,
+            "expired_blocks": stats.expired_blocks,
+            "state_since": self.state_since,
+        }

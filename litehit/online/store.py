@@ -1,0 +1,71 @@
+"""Online configuration and counters in SQL, and the shard lease that makes one process the
+only owner of its instances' state."""
+
+from __future__ import annotations
+
+import zlib
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy import delete, or_, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from litehit.db.models import OnlineGroup, OnlineInstance, OnlineShard, utcnow
+
+__all__ = ["claim_shard", "release_shard", "save_counters", "shard_of"]
+
+
+def shard_of(instance_id: str, shards: int) -> int:
+    """The shard that owns an instance: stable across processes and restarts."""
+    return zlib.crc32(instance_id.encode()) % max(shards, 1)
+
+
+def claim_shard(session: Session, shard: int, owner: str, lease_s: float) -> bool:
+    """Takes or renews the lease of a shard; False if another live owner holds it. Commits."""
+    now = utcnow()
+    result = session.execute(
+        update(OnlineShard)
+        .where(OnlineShard.shard == shard,
+               or_(OnlineShard.owner == owner, OnlineShard.heartbeat_at < now - timedelta(seconds=lease_s)))
+        .values(owner=owner, heartbeat_at=now)
+        .execution_options(synchronize_session=False)
+    )  # fmt: skip
+    if result.rowcount == 1:  # type: ignore[attr-defined]
+        session.commit()
+        return True
+    if session.get(OnlineShard, shard) is not None:
+        session.rollback()
+        return False
+    session.add(OnlineShard(shard=shard, owner=owner, heartbeat_at=now))
+    try:
+        session.commit()
+    except IntegrityError:  # another owner created it at the same moment
+        session.rollback()
+        return False
+    return True
+
+
+def release_shard(session: Session, shard: int, owner: str) -> None:
+    session.execute(delete(OnlineShard).where(OnlineShard.shard == shard, OnlineShard.owner == owner))
+    session.commit()
+
+
+def save_counters(session: Session, counters: dict[str, dict[str, Any]]) -> None:
+    """Stores the counters of the given instances with the time of this snapshot. Commits."""
+    now = utcnow()
+    for instance_id, values in counters.items():
+        session.execute(
+            update(OnlineInstance)
+            .where(OnlineInstance.instance_id == instance_id)
+            .values(counters=values, snapshot_at=now)
+        )
+    session.commit()
+
+
+def load_groups(session: Session) -> dict[str, dict[str, Any]]:
+    return {g.name: g.config for g in session.scalars(select(OnlineGroup))}
+
+
+def load_instances(session: Session, shard: int) -> list[OnlineInstance]:
+    return list(session.scalars(select(OnlineInstance).where(OnlineInstance.shard == shard)))

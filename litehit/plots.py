@@ -1,0 +1,141 @@
+"""Plots of facts: hit rate over capacity per instance, and where the input tokens go.
+
+Both are drawn from the exact curve (litehit.curve) evaluated on a log-spaced capacity grid, so
+files stay small whatever the number of breakpoints. PNG and SVG, no display needed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+matplotlib.rcParams["svg.fonttype"] = "none"  # keep text as text: searchable, smaller files
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+from matplotlib.axes import Axes  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter, PercentFormatter  # noqa: E402
+
+from litehit.capacity import GIB, CapacitySlot  # noqa: E402
+from litehit.curve import InstanceCurve, exact_curves  # noqa: E402
+from litehit.misses import Attribution, attribute_misses  # noqa: E402
+
+__all__ = ["plot_facts"]
+
+MAX_PANELS = 8
+COLORS = {"hit": "#2e7d32", "evicted": "#f9a825", "cold": "#1565c0", "expired": "#8e24aa",
+          "cold_or_expired": "#1565c0", "tail": "#9e9e9e"}  # fmt: skip
+
+
+def _gib_label(x: float, _pos: object = None) -> str:
+    for scale, unit in ((1024.0, "TiB"), (1.0, "GiB"), (1 / 1024, "MiB"), (1 / 1024**2, "KiB")):
+        if x >= scale:
+            return f"{x / scale:.3g} {unit}"
+    return f"{x * 1024**3:.3g} B"
+
+
+def _binary_axis(ax: Axes) -> None:
+    """Log x axis with ticks at powers of 4 of binary units (1 MiB, 4 MiB, ..., 1 GiB, 4 GiB)."""
+    ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_locator(LogLocator(base=4))
+    ax.xaxis.set_major_formatter(FuncFormatter(_gib_label))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+
+
+def _grid(curves: Sequence[InstanceCurve], extra: Sequence[float]) -> np.ndarray:
+    """Log-spaced capacities (GiB) covering every curve from its first hit to past its plateau."""
+    lows = [c.capacity_bytes[1] for c in curves if len(c) > 1]
+    highs = [c.plateau.capacity_bytes for c in curves if len(c) > 1]
+    if not lows:
+        return np.array([1.0])
+    lo = min(lows + [x * GIB for x in extra if x > 0]) / GIB
+    hi = max(highs + [x * GIB for x in extra if x > 0]) / GIB
+    return np.geomspace(lo / 1.5, hi * 1.5, 400)
+
+
+def _rates_on(curve: InstanceCurve, grid_gib: np.ndarray) -> np.ndarray:
+    den = curve.input_tokens or 1
+    return np.array([curve.hit_tokens_at(int(g * GIB)) / den for g in grid_gib])
+
+
+def plot_facts(
+    facts: str | Path,
+    out_dir: str | Path,
+    *,
+    capacities: Sequence[CapacitySlot] = (),
+    formats: Sequence[str] = ("png", "svg"),
+) -> list[Path]:
+    """Writes hit_rate.{png,svg} and misses.{png,svg} into out_dir; returns the files."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    curves = exact_curves(facts)
+    marks = [s.capacity_gb for s in capacities if not s.infinite and s.capacity_gb > 0]
+    grid = _grid(curves, marks)
+    written: list[Path] = []
+
+    fig, ax = plt.subplots(figsize=(9, 5.5), layout="constrained")
+    for i, curve in enumerate(curves):
+        color = f"C{i % 10}"
+        ax.step(grid, _rates_on(curve, grid), where="post", color=color, lw=1.8,
+                label=f"{curve.instance_id}  (∞: {curve.plateau.hit_rate:.1%})")  # fmt: skip
+        ax.axhline(curve.plateau.hit_rate, color=color, ls="--", lw=0.9, alpha=0.7)
+    for x in marks:
+        ax.axvline(x, color="0.35", ls=":", lw=1)
+        ax.annotate(_gib_label(x), (x, 1.0), xycoords=("data", "axes fraction"), rotation=90, va="top", ha="right",
+                    fontsize=8, color="0.3")  # fmt: skip
+    _binary_axis(ax)
+    ax.yaxis.set_major_formatter(PercentFormatter(1.0))
+    ax.set_ylim(0, max([c.plateau.hit_rate for c in curves] + [0.05]) * 1.08)
+    ax.set_xlabel("KV-cache capacity per instance (binary units, log scale)")
+    ax.set_ylabel("prefix hit rate (tokens)")
+    ax.set_title("Exact LRU prefix hit rate vs capacity (dashed: infinite capacity)")
+    ax.grid(True, which="both", alpha=0.25)
+    ax.legend(loc="lower right", fontsize=9)
+    written += _save(fig, out / "hit_rate", formats)
+
+    extended, parts = attribute_misses(facts, [CapacitySlot(-1.0)])
+    shown = curves[:MAX_PANELS]
+    fig, axes = plt.subplots(len(shown), 1, figsize=(9, 2.6 * len(shown) + 0.8), squeeze=False, sharex=True,
+                             layout="constrained")  # fmt: skip
+    for ax, curve in zip(axes[:, 0], shown, strict=True):
+        whole: Attribution = next(p for p in parts if p.instance_id == curve.instance_id)
+        den = whole.input_tokens or 1
+        hit = _rates_on(curve, grid)
+        infinite = whole.hit / den
+        layers = {"hit": hit, "evicted": infinite - hit}
+        if extended:
+            layers["cold"] = np.full_like(grid, (whole.cold or 0) / den)
+            layers["expired"] = np.full_like(grid, (whole.expired or 0) / den)
+        else:
+            layers["cold_or_expired"] = np.full_like(grid, whole.cold_or_expired / den)
+        layers["tail"] = np.full_like(grid, whole.tail / den)
+        ax.stackplot(grid, *layers.values(), labels=[k.replace("_", " ") for k in layers],
+                     colors=[COLORS[k] for k in layers], alpha=0.9, step="post")  # fmt: skip
+        for x in marks:
+            ax.axvline(x, color="0.2", ls=":", lw=1)
+        _binary_axis(ax)
+        ax.set_ylim(0, 1)
+        ax.yaxis.set_major_formatter(PercentFormatter(1.0))
+        ax.set_ylabel("input tokens")
+        ax.set_title(f"{curve.instance_id}: where the input tokens go", fontsize=10)
+        ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8)
+    axes[-1, 0].set_xlabel("KV-cache capacity per instance (binary units, log scale)")
+    if len(curves) > MAX_PANELS:
+        fig.suptitle(f"first {MAX_PANELS} of {len(curves)} instances")
+    written += _save(fig, out / "misses", formats)
+    return written
+
+
+def _save(fig: Figure, stem: Path, formats: Sequence[str]) -> list[Path]:
+    paths = []
+    for fmt in formats:
+        path = stem.with_suffix(f".{fmt}")
+        tmp = path.with_name(path.name + ".tmp")
+        fig.savefig(tmp, format=fmt, dpi=130)
+        tmp.replace(path)
+        paths.append(path)
+    plt.close(fig)
+    return paths

@@ -1,0 +1,100 @@
+"""Atomic publishing: write NAME.tmp in the destination directory, flush, fsync, rename onto
+NAME, fsync the directory. Readers never see half a file; on any failure the tmp is removed and
+an earlier NAME is left untouched. A lock on the tmp file keeps two writers apart."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+from pathlib import Path
+from types import TracebackType
+from typing import BinaryIO, Self
+
+from litehit.errors import PublishError
+
+__all__ = ["AtomicPublisher"]
+
+
+class AtomicPublisher:
+    """**Usage**::
+
+    with AtomicPublisher(out_dir / "litehit_facts.csv") as pub:
+        pub.write(b"...")
+        pub.commit()          # without commit(), leaving the block discards the tmp
+    """
+
+    def __init__(self, final_path: str | Path) -> None:
+        self.final_path = Path(final_path)
+        self.tmp_path = self.final_path.with_name(self.final_path.name + ".tmp")
+        self._file: BinaryIO | None = None
+        self.bytes_written = 0
+        self.committed = False
+
+    def __enter__(self) -> Self:
+        try:
+            fd = os.open(self.tmp_path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except OSError as exc:
+            raise PublishError(f"failed to open temp facts file [{self.tmp_path}]: {exc.strerror}") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise PublishError(
+                f"failed to open temp facts file [{self.tmp_path}]: another replay is writing it"
+            ) from None
+        os.ftruncate(fd, 0)
+        self._file = os.fdopen(fd, "wb", buffering=1 << 20)
+        return self
+
+    def write(self, data: bytes | memoryview) -> None:
+        assert self._file is not None, "publisher is not open"
+        try:
+            self._file.write(data)
+        except OSError as exc:
+            raise PublishError(f"write to temp facts file failed: {exc.strerror}") from None
+        self.bytes_written += len(data)
+
+    def commit(self) -> None:
+        """Makes the written bytes visible under the final name, durably."""
+        assert self._file is not None, "publisher is not open"
+        try:
+            self._file.flush()
+            os.fsync(self._file.fileno())
+        except OSError as exc:
+            raise PublishError(f"flush of temp facts file failed: {exc.strerror}") from None
+        try:
+            os.replace(self.tmp_path, self.final_path)
+        except OSError as exc:
+            raise PublishError(f"atomic rename to [{self.final_path}] failed: {exc.strerror}") from None
+        self.committed = True
+        self._close()
+        _fsync_dir(self.final_path.parent)
+
+    def _close(self) -> None:
+        if self._file is not None:
+            file, self._file = self._file, None
+            with contextlib.suppress(OSError):
+                file.close()  # also releases the lock
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if not self.committed:
+            # Unlink while still holding the lock, so a concurrent writer never loses its file.
+            with contextlib.suppress(OSError):
+                self.tmp_path.unlink()
+        self._close()
+
+
+def _fsync_dir(directory: Path) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return  # some systems cannot open directories; the rename is still atomic
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

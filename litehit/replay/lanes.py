@@ -1,0 +1,41 @@
+"""A lane at run time: the C lane core of one configured instance, fed LaneWork in order."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+import core_c
+from litehit.replay.plan import LaneSpec, LaneWork
+
+__all__ = ["LaneFacts", "LaneRunner"]
+
+
+@dataclass(frozen=True, slots=True)
+class LaneFacts:
+    """Facts of one LaneWork: request j's curve is segments[seg_offsets[j]:seg_offsets[j+1]]."""
+
+    segments: npt.NDArray[np.int64]  # (m, 2): start_required_blocks, run_length
+    seg_offsets: npt.NDArray[np.int64]
+    cuts: npt.NDArray[np.uint8]
+
+
+class LaneRunner:
+    """Owns the C lane core of one lane. ``keep_expired`` makes cut reasons exact (extended facts)."""
+
+    def __init__(self, spec: LaneSpec, *, keep_expired: bool = False) -> None:
+        self.spec = spec
+        self.core = core_c.Lane(ttl_ns=spec.ttl_ns, keep_expired=keep_expired)
+        self.requests = 0
+        self.blocks = 0
+
+    def run(self, work: LaneWork) -> LaneFacts:
+        facts = self.core.process_batch(work.keys, work.offsets, work.timestamps)
+        self.requests += work.requests
+        self.blocks += len(work.keys)
+        return LaneFacts(facts.segments, facts.seg_offsets, facts.cuts)
+
+    def close(self) -> None:
+        self.core.close()

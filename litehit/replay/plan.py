@@ -1,0 +1,237 @@
+"""Planning a replay: lanes and routing from the spec, then per chunk the routed, normalized
+requests of every lane and the order of the facts rows.
+
+A chunk plan is plain numpy arrays and bytes, so it can be processed in place (the CLI) or
+written to per-lane files for lane tasks running elsewhere (the service).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+import numpy as np
+import numpy.typing as npt
+
+import core_c
+from core_c.scan import ROW_READ
+from litehit.errors import ConfigError, ConfigIssue, ReplayError
+from litehit.spec import ReplaySpec, TraceFormat
+from litehit.traces.scan import ParsedChunk
+
+__all__ = ["ChunkPlan", "LaneSpec", "LaneWork", "ReplayPlan", "Routing", "make_plan", "plan_chunk"]
+
+Int64Array = npt.NDArray[np.int64]
+
+# Formats whose rows carry no instance id.
+INSTANCELESS = {TraceFormat.MOONCAKE, TraceFormat.QWEN_BAILIAN}
+
+
+class Routing(StrEnum):
+    FANOUT = "fanout"  # every read to every lane, in config order
+    OVERRIDE = "override"  # every read to one lane
+    TRACE = "trace"  # the row's own instance_id picks the lane
+
+
+@dataclass(frozen=True, slots=True)
+class LaneSpec:
+    index: int
+    instance_id: str
+    block_size: int  # analysis tokens per block
+    block_bytes: int
+    ttl_ns: int
+    prefix_hash: bool
+
+
+@dataclass(frozen=True)
+class ReplayPlan:
+    path: str
+    fmt: TraceFormat
+    trace_block_size: int
+    lanes: tuple[LaneSpec, ...]
+    routing: Routing
+    target: int  # the OVERRIDE lane
+    extended: bool  # extended facts columns
+    lane_by_instance: dict[str, int]
+
+    @property
+    def lane_ids(self) -> bytes:
+        return b"".join(lane.instance_id.encode() for lane in self.lanes)
+
+    @property
+    def lane_id_offsets(self) -> Int64Array:
+        sizes = [len(lane.instance_id.encode()) for lane in self.lanes]
+        return np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+
+
+def make_plan(spec: ReplaySpec, fmt: TraceFormat, path: str | None = None) -> ReplayPlan:
+    """Lanes in config order and the routing rule (decision: instance-less rows go to the only
+    lane or follow override/fanout; several lanes without a rule is a config error)."""
+    lanes = tuple(
+        LaneSpec(
+            index=i,
+            instance_id=inst.instance_id,
+            block_size=inst.block_size,
+            block_bytes=inst.block_bytes,
+            ttl_ns=spec.group_of(inst).ttl_ns,
+            prefix_hash=spec.group_of(inst).prefix_hash_for(fmt),
+        )
+        for i, inst in enumerate(spec.instances)
+    )
+    by_id = {lane.instance_id: lane.index for lane in lanes}
+    if spec.fanout_all_instances:
+        routing, target = Routing.FANOUT, -1
+    elif spec.override_instance_id:
+        routing, target = Routing.OVERRIDE, by_id[spec.override_instance_id]
+    elif fmt in INSTANCELESS:
+        if len(lanes) != 1:
+            raise ConfigError(
+                [
+                    ConfigIssue(
+                        "instances",
+                        [lane.instance_id for lane in lanes],
+                        f"{fmt.value} rows carry no instance id: with {len(lanes)} instances set "
+                        "override_instance_id or fanout_all_instances",
+                    )
+                ]
+            )
+        routing, target = Routing.OVERRIDE, 0
+    else:
+        routing, target = Routing.TRACE, -1
+    return ReplayPlan(
+        path=path if path is not None else spec.trace_file_path,
+        fmt=fmt,
+        trace_block_size=spec.block_size,
+        lanes=lanes,
+        routing=routing,
+        target=target,
+        extended=spec.facts_format == "extended",
+        lane_by_instance=by_id,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class LaneWork:
+    """Normalized requests of one lane in one chunk, in input order."""
+
+    keys: Int64Array
+    offsets: Int64Array
+    input_lens: Int64Array
+    timestamps: Int64Array
+
+    @property
+    def requests(self) -> int:
+        return len(self.input_lens)
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkPlan:
+    """Facts row k is source row out_src[k] (a row of this chunk) seen by lane out_lane[k], the
+    out_pos[k]-th request of that lane in this chunk."""
+
+    index: int
+    ids: bytes  # trace ids of every row of the chunk
+    id_offsets: Int64Array
+    timestamps: Int64Array
+    out_src: Int64Array
+    out_lane: npt.NDArray[np.int32]
+    out_pos: Int64Array
+    lanes: tuple[LaneWork, ...]
+    rows: int  # records scanned (reads + writes)
+    reads: int
+    raw_blocks: int  # keys of the read rows before normalization
+    last_timestamp: int | None
+    lines: int
+    source_offset: int
+
+
+def _trace_id(parsed: ParsedChunk, row: int) -> str:
+    """A row's trace id for a one-line message (control characters escaped)."""
+    r = parsed.rows
+    text = r.ids[r.id_offsets[row] : r.id_offsets[row + 1]].decode("utf-8", "replace")
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+def plan_chunk(plan: ReplayPlan, parsed: ParsedChunk, prev_timestamp: int | None) -> ChunkPlan:
+    """Routes and normalizes the reads of a chunk. The first failure in input order (malformed
+    row, unsorted timestamp, unknown instance, length contract) raises ReplayError."""
+    r = parsed.rows
+    errors: list[tuple[int, str]] = []  # (line, reason)
+    if r.error_line:
+        errors.append((r.error_line, f"failed to load/replay trace: {plan.path}:{r.error_line}: {r.error}"))
+    ts = r.timestamp
+    if len(ts):
+        before = np.empty_like(ts)
+        before[0] = ts[0] if prev_timestamp is None else prev_timestamp
+        before[1:] = ts[:-1]
+        bad = np.flatnonzero(ts < before)
+        if len(bad):
+            row = int(bad[0])
+            errors.append(
+                (
+                    int(r.line[row]),
+                    f"trace is not sorted by timestamp_ns at trace_id[{_trace_id(parsed, row)}]",
+                )
+            )
+    reads = np.flatnonzero(r.kind == ROW_READ)
+    n_lanes = len(plan.lanes)
+    if plan.routing is Routing.FANOUT:
+        out_src = np.repeat(reads, n_lanes)
+        out_lane = np.tile(np.arange(n_lanes, dtype=np.int32), len(reads))
+        out_pos = np.repeat(np.arange(len(reads), dtype=np.int64), n_lanes)
+        lane_rows = [reads] * n_lanes
+    else:
+        if plan.routing is Routing.OVERRIDE:
+            lane_of = np.full(len(reads), plan.target, dtype=np.int32)
+        else:
+            table = np.array([plan.lane_by_instance.get(name, -1) for name in r.instance_names] + [-1], dtype=np.int32)
+            lane_of = table[r.instance[reads]]
+            unknown = np.flatnonzero(lane_of < 0)
+            if len(unknown):
+                row = int(reads[unknown[0]])
+                name = r.instance_names[r.instance[row]]
+                errors.append((int(r.line[row]), f"unknown instance[{name}] at trace_id[{_trace_id(parsed, row)}]"))
+                cut = int(unknown[0])
+                reads, lane_of = reads[:cut], lane_of[:cut]
+        out_src = reads
+        out_lane = lane_of
+        out_pos = np.zeros(len(reads), dtype=np.int64)
+        lane_rows = []
+        for lane_index in range(n_lanes):
+            mine = np.flatnonzero(lane_of == lane_index)
+            out_pos[mine] = np.arange(len(mine))
+            lane_rows.append(reads[mine])
+    works: list[LaneWork] = []
+    for lane, rows in zip(plan.lanes, lane_rows, strict=True):
+        try:
+            batch = core_c.normalize_batch(
+                r.keys, r.key_offsets, r.input_len, lane.block_size, rows=rows,
+                trace_block_size=plan.trace_block_size, prefix_hash=lane.prefix_hash,
+            )  # fmt: skip
+        except core_c.CoreError as exc:
+            row = int(rows[exc.index or 0])
+            errors.append((int(r.line[row]), f"invalid request trace_id[{_trace_id(parsed, row)}]: {exc.message}"))
+            continue
+        works.append(LaneWork(batch.keys, batch.offsets, batch.input_lens, ts[rows]))
+    if errors:
+        line, reason = min(errors)
+        if not reason.startswith("failed to load/replay trace"):
+            reason = f"{reason} ({plan.path}:{line})"
+        raise ReplayError(reason, path=plan.path, line=line)
+    read_keys = r.key_offsets[reads + 1] - r.key_offsets[reads]
+    return ChunkPlan(
+        index=parsed.index,
+        ids=r.ids,
+        id_offsets=r.id_offsets,
+        timestamps=ts,
+        out_src=out_src.astype(np.int64),
+        out_lane=out_lane.astype(np.int32),
+        out_pos=out_pos,
+        lanes=tuple(works),
+        rows=len(ts),
+        reads=len(reads),
+        raw_blocks=int(read_keys.sum()),
+        last_timestamp=int(ts[-1]) if len(ts) else prev_timestamp,
+        lines=r.lines,
+        source_offset=parsed.source_offset,
+    )

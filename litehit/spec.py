@@ -1,0 +1,392 @@
+"""The replay spec: the original LiteHit offline config JSON, accepted as is, plus our additions.
+
+Structure and JSON types are checked by pydantic (a wrong JSON type fails, as in the original:
+``"block_size": "256"`` or ``-1`` is rejected; an integral double such as ``256.0`` is accepted).
+``check_replay_spec`` then applies the original runner's semantic rules in its order, with its
+reasons. Every failure is a ConfigError whose issues name the field path and the bad value.
+
+Additions to the original config: ``trace_format`` (detected from the first row when absent)
+and ``facts_format`` ("standard" = the 7 original columns, "extended" = plus complete_blocks and
+cut_reason for miss attribution).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Set as AbstractSet
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StrictStr, ValidationError
+
+from litehit.errors import ConfigError, ConfigIssue
+
+__all__ = [
+    "InstanceGroup",
+    "InstanceInfo",
+    "LocationSpecGroup",
+    "LocationSpecInfo",
+    "ReplaySpec",
+    "StateInfo",
+    "TraceFormat",
+    "check_replay_spec",
+    "group_issues",
+    "instance_issues",
+    "load_replay_config",
+    "parse_replay_spec",
+]
+
+INT32 = (-(2**31), 2**31 - 1)
+INT64 = (-(2**63), 2**63 - 1)
+UINT64 = (0, 2**64 - 1)
+MAX_PIPELINE_WORKERS = 64
+
+
+class TraceFormat(StrEnum):
+    STANDARD = "standard"
+    MOONCAKE = "mooncake"
+    QWEN_BAILIAN = "qwen_bailian"
+    PUBLISHER_LOG = "publisher_log"
+
+
+def _json_integer(lo: int, hi: int) -> BeforeValidator:
+    """An integer field with the original JSON helper's rules: no strings or booleans, doubles
+    only when lossless, and the C++ type's range."""
+
+    def check(value: Any) -> int:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ValueError("expected an integer")
+        if isinstance(value, float):
+            if not (math.isfinite(value) and value.is_integer()):
+                raise ValueError("expected an integer (a double must be lossless)")
+            value = int(value)
+        if not lo <= value <= hi:
+            raise ValueError(f"integer out of range [{lo}, {hi}]")
+        return int(value)
+
+    return BeforeValidator(check)
+
+
+def _json_double(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError("expected a number")
+    return float(value)
+
+
+Int32 = Annotated[int, _json_integer(*INT32)]
+Int64 = Annotated[int, _json_integer(*INT64)]
+UInt64 = Annotated[int, _json_integer(*UINT64)]
+Double = Annotated[float, BeforeValidator(_json_double)]
+
+
+class _Section(BaseModel):
+    # Unknown fields are kept (and reported as warnings by the CLI), never an error: existing
+    # configs may carry fields of the online optimizer that a replay does not use.
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+
+class InstanceGroup(_Section):
+    name: StrictStr = ""
+    capacity_gb: list[Double] = Field(default_factory=list)
+    eviction_policy: StrictStr = "lru"
+    shared_group_quota: StrictBool = False
+    enable_theoretical_max_cache: StrictBool = False
+    ttl_seconds: Int64 = 0
+    enable_prefix_hash: StrictBool | None = None  # None: default of the trace format
+
+    def prefix_hash_for(self, fmt: TraceFormat) -> bool:
+        """Decision 1: qwen_bailian traces carry per-block hashes, so the default is on."""
+        if self.enable_prefix_hash is not None:
+            return self.enable_prefix_hash
+        return fmt is TraceFormat.QWEN_BAILIAN
+
+    @property
+    def ttl_ns(self) -> int:
+        return self.ttl_seconds * 1_000_000_000
+
+
+class LocationSpecInfo(_Section):
+    name: StrictStr = ""
+    size: Int64 = 0
+
+
+class LocationSpecGroup(_Section):
+    name: StrictStr = ""
+    spec_names: list[StrictStr] = Field(default_factory=list)
+
+
+class StateInfo(_Section):
+    full_location_spec_group_name: StrictStr = ""
+    linear_location_spec_group_name: StrictStr = ""
+
+
+class InstanceInfo(_Section):
+    instance_group_name: StrictStr = ""
+    instance_id: StrictStr = ""
+    block_size: Int32 = 0
+    location_spec_infos: list[LocationSpecInfo] = Field(default_factory=list)
+    location_spec_groups: list[LocationSpecGroup] = Field(default_factory=list)
+    linear_step: Int32 = 0
+    optimizer_state_info: StateInfo = Field(default_factory=StateInfo)
+
+    @property
+    def block_bytes(self) -> int:
+        """size_full_only: the sizes of the specs in the full location-spec group."""
+        sizes = {s.name: s.size for s in self.location_spec_infos}
+        full = self.optimizer_state_info.full_location_spec_group_name
+        group = next(g for g in self.location_spec_groups if g.name == full)
+        return sum(sizes[name] for name in group.spec_names)
+
+
+class ReplaySpec(_Section):
+    trace_file_path: StrictStr = ""
+    output_result_path: StrictStr = ""
+    instance_groups: list[InstanceGroup] = Field(default_factory=list)
+    instances: list[InstanceInfo] = Field(default_factory=list)
+    override_instance_id: StrictStr = ""
+    block_size: UInt64 = 256
+    fanout_all_instances: StrictBool = False
+    pipeline_worker_count: Int32 = 1
+    trace_format: TraceFormat | None = None
+    facts_format: Literal["standard", "extended"] = "standard"
+
+    @property
+    def workers(self) -> int:
+        """pipeline_worker_count clamped to [1, 64] (the original clamps values < 1 to 1)."""
+        return min(max(self.pipeline_worker_count, 1), MAX_PIPELINE_WORKERS)
+
+    def group_of(self, instance: InstanceInfo) -> InstanceGroup:
+        return next(g for g in self.instance_groups if g.name == instance.instance_group_name)
+
+    def unknown_fields(self) -> list[str]:
+        """Paths of config fields this spec does not know (kept, but ignored)."""
+        found: list[str] = []
+
+        def walk(model: BaseModel, path: str) -> None:
+            found.extend(f"{path}{k}" for k in (model.model_extra or {}))
+            for name in type(model).model_fields:
+                value = getattr(model, name)
+                if isinstance(value, BaseModel):
+                    walk(value, f"{path}{name}.")
+                elif isinstance(value, list):
+                    for i, item in enumerate(value):
+                        if isinstance(item, BaseModel):
+                            walk(item, f"{path}{name}[{i}].")
+
+        walk(self, "")
+        return found
+
+
+def _loc_path(loc: tuple[int | str, ...]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def parse_replay_spec(data: Any) -> ReplaySpec:
+    """Validates a config mapping (structure, types, then the original semantic rules)."""
+    if not isinstance(data, dict):
+        raise ConfigError([ConfigIssue("", type(data).__name__, "the config must be a JSON object")])
+    try:
+        spec = ReplaySpec.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(
+            [
+                ConfigIssue(_loc_path(e["loc"]), e.get("input"), e["msg"].removeprefix("Value error, "))
+                for e in exc.errors()
+            ]
+        ) from None
+    issues = check_replay_spec(spec)
+    if issues:
+        raise ConfigError(issues)
+    return spec
+
+
+def load_replay_config(path: str | Path) -> ReplaySpec:
+    """Reads and validates an original offline config JSON file."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError([ConfigIssue("", str(path), f"Failed to parse LiteHit config file: {exc}")]) from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(
+            [ConfigIssue("", str(path), f"Failed to parse LiteHit config file: {exc.msg} at line {exc.lineno}")]
+        ) from None
+    return parse_replay_spec(data)
+
+
+def check_replay_spec(spec: ReplaySpec) -> list[ConfigIssue]:
+    """The original runner's validation, in its order; an empty list means valid."""
+    issues: list[ConfigIssue] = []
+
+    def fail(path: str, value: Any, message: str) -> None:
+        issues.append(ConfigIssue(path, value, message))
+
+    # Config load.
+    if not spec.trace_file_path:
+        fail("trace_file_path", spec.trace_file_path, "lite_hit config: trace_file_path must not be empty")
+    if not spec.output_result_path:
+        fail(
+            "output_result_path",
+            spec.output_result_path,
+            "lite_hit config: output_result_path must not be empty",
+        )
+    if not spec.instance_groups:
+        fail("instance_groups", [], "lite_hit config: instance_groups must not be empty")
+    if not spec.instances:
+        fail("instances", [], "lite_hit config: instances must not be empty")
+    if spec.fanout_all_instances and spec.override_instance_id:
+        fail(
+            "fanout_all_instances",
+            True,
+            "lite_hit config: fanout_all_instances and override_instance_id are mutually exclusive",
+        )
+    # 1. Groups into the registry.
+    seen_groups: set[str] = set()
+    for i, g in enumerate(spec.instance_groups):
+        issues += group_issues(g, f"instance_groups[{i}]", seen_groups)
+        seen_groups.add(g.name)
+    # 2. Trace granularity.
+    if spec.block_size <= 0:
+        fail("block_size", spec.block_size, "lite_hit config: block_size (trace granularity) must be positive")
+    # 3. Instances, in config order.
+    groups = {g.name for g in spec.instance_groups}
+    seen_ids: set[str] = set()
+    for i, inst in enumerate(spec.instances):
+        where = f"instances[{i}]"
+        iid = inst.instance_id
+        if inst.linear_step != 0:
+            fail(
+                f"{where}.linear_step",
+                inst.linear_step,
+                f"instance[{iid}] has linear_step={inst.linear_step}; the facts replay is Full-only",
+            )
+        if inst.block_size > 0 and spec.block_size > 0 and inst.block_size % spec.block_size != 0:
+            fail(
+                f"{where}.block_size",
+                inst.block_size,
+                f"instance[{iid}] block_size={inst.block_size} is not a multiple of the trace "
+                f"block_size={spec.block_size} (re-blocking is coarsening only)",
+            )
+        issues += instance_issues(inst, groups, where)
+        if iid and iid in seen_ids:
+            fail(f"{where}.instance_id", iid, f"duplicate instance_id[{iid}] in config")
+        seen_ids.add(iid)
+    # 4. Router.
+    if spec.override_instance_id and spec.override_instance_id not in seen_ids:
+        fail(
+            "override_instance_id",
+            spec.override_instance_id,
+            f"override_instance_id[{spec.override_instance_id}] has no matching configured instance",
+        )
+    return issues
+
+
+def group_issues(g: InstanceGroup, where: str, existing: AbstractSet[str] = frozenset()) -> list[ConfigIssue]:
+    """CreateInstanceGroup's rules (shared by the replay config and online registration)."""
+    out: list[ConfigIssue] = []
+    if g.name in existing:
+        out.append(ConfigIssue(f"{where}.name", g.name, f"CreateInstanceGroup[{g.name}] failed: duplicate group name"))
+    for j, cap in enumerate(g.capacity_gb):
+        if not math.isfinite(cap) or cap < 0:
+            out.append(ConfigIssue(f"{where}.capacity_gb[{j}]", cap, "capacity_gb must be finite and not negative"))
+    if g.eviction_policy != "lru":
+        out.append(ConfigIssue(f"{where}.eviction_policy", g.eviction_policy, 'eviction_policy must be "lru"'))
+    if g.shared_group_quota:
+        out.append(ConfigIssue(f"{where}.shared_group_quota", True, "shared_group_quota is not supported"))
+    if g.ttl_seconds < 0:
+        out.append(ConfigIssue(f"{where}.ttl_seconds", g.ttl_seconds, "ttl_seconds must not be negative"))
+    elif g.ttl_seconds > (2**63 - 1) // 1_000_000_000:
+        out.append(ConfigIssue(f"{where}.ttl_seconds", g.ttl_seconds, "ttl_seconds overflows int64 nanoseconds"))
+    return out
+
+
+def instance_issues(inst: InstanceInfo, groups: set[str], where: str) -> list[ConfigIssue]:
+    """RegisterInstance's rules (empty id, unknown group, spec groups, full group, linear_step)."""
+    return [
+        ConfigIssue(f"{where}{path}", value, f"RegisterInstance[{inst.instance_id}] failed: {message}")
+        for path, value, message in _registration_issues(inst, groups)
+    ]
+
+
+def _registration_issues(inst: InstanceInfo, groups: set[str]) -> list[tuple[str, Any, str]]:
+    out: list[tuple[str, Any, str]] = []
+    if not inst.instance_id:
+        out.append((".instance_id", inst.instance_id, "instance_id must not be empty"))
+    if inst.block_size <= 0:
+        out.append((".block_size", inst.block_size, "block_size must be positive"))
+    if inst.instance_group_name not in groups:
+        out.append((".instance_group_name", inst.instance_group_name, "no instance group of that name"))
+    if inst.linear_step < 0:
+        out.append((".linear_step", inst.linear_step, "linear_step must not be negative"))
+    if not inst.location_spec_infos:
+        out.append((".location_spec_infos", [], "location_spec_infos must not be empty"))
+    spec_names: set[str] = set()
+    for j, s in enumerate(inst.location_spec_infos):
+        if not s.name:
+            out.append((f".location_spec_infos[{j}].name", s.name, "spec name must not be empty"))
+        elif s.name in spec_names:
+            out.append((f".location_spec_infos[{j}].name", s.name, "duplicate spec name"))
+        spec_names.add(s.name)
+        if s.size <= 0:
+            out.append((f".location_spec_infos[{j}].size", s.size, "spec size must be positive"))
+    group_names: set[str] = set()
+    for j, g in enumerate(inst.location_spec_groups):
+        if not g.name:
+            out.append((f".location_spec_groups[{j}].name", g.name, "spec group name must not be empty"))
+        elif g.name in group_names:
+            out.append((f".location_spec_groups[{j}].name", g.name, "duplicate spec group name"))
+        group_names.add(g.name)
+        in_group: set[str] = set()
+        for k, name in enumerate(g.spec_names):
+            if not name:
+                out.append((f".location_spec_groups[{j}].spec_names[{k}]", name, "spec name must not be empty"))
+            elif name in in_group:
+                out.append((f".location_spec_groups[{j}].spec_names[{k}]", name, "duplicate spec name in group"))
+            in_group.add(name)
+    state = inst.optimizer_state_info
+    full, linear = state.full_location_spec_group_name, state.linear_location_spec_group_name
+    if not full:
+        out.append((".optimizer_state_info.full_location_spec_group_name", full, "the full spec group is required"))
+    elif full not in group_names:
+        out.append(
+            (
+                ".optimizer_state_info.full_location_spec_group_name",
+                full,
+                "no location spec group of that name",
+            )
+        )
+    else:
+        group = next(g for g in inst.location_spec_groups if g.name == full)
+        for name in group.spec_names:
+            if name and name not in spec_names:
+                out.append(
+                    (
+                        ".optimizer_state_info.full_location_spec_group_name",
+                        full,
+                        f"spec {name!r} is not defined",
+                    )
+                )
+    if linear:
+        if linear == full:
+            out.append(
+                (
+                    ".optimizer_state_info.linear_location_spec_group_name",
+                    linear,
+                    "must differ from the full group",
+                )
+            )
+        elif linear not in group_names:
+            out.append(
+                (
+                    ".optimizer_state_info.linear_location_spec_group_name",
+                    linear,
+                    "no location spec group of that name",
+                )
+            )
+    return out

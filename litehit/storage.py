@@ -1,0 +1,80 @@
+"""Shared storage: where uploads and job outputs live, and the one gate for user paths.
+
+Layout under the storage root::
+
+    uploads/<trace_id>/<file name>
+    jobs/<job_id>/work/         stage files of a replay (removed when the job ends)
+    jobs/<job_id>/out/          litehit_facts.csv
+    jobs/<job_id>/query/        requests.jsonl, curve.json, plot.png
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path, PurePosixPath
+
+from litehit.errors import StorageError
+
+__all__ = ["CURVE_FILE", "PLOT_FILE", "REQUESTS_FILE", "Storage"]
+
+REQUESTS_FILE = "requests.jsonl"  # in a query job's directory
+CURVE_FILE = "curve.json"
+PLOT_FILE = "hit_rate.png"
+
+
+class Storage:
+    def __init__(self, root: str | Path) -> None:
+        self.root = Path(root).resolve()
+
+    def ensure(self) -> None:
+        for sub in ("uploads", "jobs"):
+            (self.root / sub).mkdir(parents=True, exist_ok=True)
+
+    def user_path(self, text: str, *, must_exist: bool = True) -> Path:
+        """A path a user gave (relative to the root, or absolute inside it). Rejects '..' that
+        escapes, absolute paths elsewhere and symlinks whose target leaves the root."""
+        if not text or "\x00" in text:
+            raise StorageError("the path is empty or contains a NUL byte")
+        candidate = Path(text)
+        if not candidate.is_absolute():
+            if any(part == ".." for part in PurePosixPath(text).parts):
+                raise StorageError(f"path {text!r} must not contain '..'")
+            candidate = self.root / candidate
+        resolved = candidate.resolve()  # follows every symlink
+        if resolved != self.root and self.root not in resolved.parents:
+            raise StorageError(f"path {text!r} is outside the storage root")
+        if must_exist and not resolved.is_file():
+            raise StorageError(f"path {text!r} is not a file in the storage root")
+        return resolved
+
+    def relative(self, path: Path) -> str:
+        return str(Path(path).resolve().relative_to(self.root))
+
+    def absolute(self, relative: str) -> Path:
+        return self.user_path(relative, must_exist=False)
+
+    def upload_dir(self, trace_id: str) -> Path:
+        return self.root / "uploads" / trace_id
+
+    def job_dir(self, job_id: str) -> Path:
+        return self.root / "jobs" / job_id
+
+    def work_dir(self, job_id: str) -> Path:
+        return self.job_dir(job_id) / "work"
+
+    def out_dir(self, job_id: str) -> Path:
+        return self.job_dir(job_id) / "out"
+
+    def query_dir(self, job_id: str) -> Path:
+        return self.job_dir(job_id) / "query"
+
+    def remove_work(self, job_id: str) -> None:
+        shutil.rmtree(self.work_dir(job_id), ignore_errors=True)
+
+    @staticmethod
+    def safe_name(name: str) -> str:
+        """A file name for an upload: the base name only, no path tricks, bounded length."""
+        base = os.path.basename(name.replace("\\", "/")).strip().lstrip(".")
+        cleaned = "".join(c if c.isalnum() or c in "._-" else "_" for c in base)[:128]
+        return cleaned or "trace"

@@ -1,0 +1,1 @@
+"""The Alembic migrations of LiteHit's database, shipped inside the package as ``litehit.migrations``."""
