@@ -15,8 +15,15 @@ __all__ = ["ApiError", "install_error_handlers"]
 
 
 class ApiError(Exception):
-    def __init__(self, status: int, code: str, message: str, *, details: list[dict[str, Any]] | None = None,
-                 headers: dict[str, str] | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        status: int,
+        code: str,
+        message: str,
+        *,
+        details: list[dict[str, Any]] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
         super().__init__(message)
         self.status, self.code, self.message = status, code, message
         self.details = details or []

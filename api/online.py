@@ -88,8 +88,9 @@ class OnlineOwner:
                 info = InstanceInfo.model_validate(row.config)
                 group = InstanceGroup.model_validate(groups[row.group_name])
                 self.instances[row.instance_id] = LiveInstance(info, group, row.counters)
-            self.last_snapshot = max((r.snapshot_at for r in load_instances(session, self.shard) if r.snapshot_at),
-                                     default=None)  # fmt: skip
+            self.last_snapshot = max(
+                (r.snapshot_at for r in load_instances(session, self.shard) if r.snapshot_at), default=None
+            )
 
     def stop(self) -> None:
         if self.leased:
@@ -138,8 +139,12 @@ def _validate(model: type[BaseModel], data: dict[str, Any]) -> Any:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError([ConfigIssue(".".join(map(str, e["loc"])), e.get("input"), e["msg"].removeprefix("Value error, "))
-                           for e in exc.errors()]) from None  # fmt: skip
+        raise ConfigError(
+            [
+                ConfigIssue(".".join(map(str, e["loc"])), e.get("input"), e["msg"].removeprefix("Value error, "))
+                for e in exc.errors()
+            ]
+        ) from None
 
 
 def _routes(owner: OnlineOwner) -> APIRouter:
@@ -194,8 +199,15 @@ def _routes(owner: OnlineOwner) -> APIRouter:
                 raise ApiError(409, "conflict", f"instance {info.instance_id!r} already exists")
             group = InstanceGroup.model_validate(groups[info.instance_group_name])
             live = LiveInstance(info, group)
-            session.add(OnlineInstance(instance_id=info.instance_id, group_name=group.name, shard=owner.shard,
-                                       config=info.model_dump(mode="json"), counters=live.counters.as_dict()))  # fmt: skip
+            session.add(
+                OnlineInstance(
+                    instance_id=info.instance_id,
+                    group_name=group.name,
+                    shard=owner.shard,
+                    config=info.model_dump(mode="json"),
+                    counters=live.counters.as_dict(),
+                )
+            )
         owner.instances[info.instance_id] = live
         return owner.view(live)
 
@@ -242,8 +254,12 @@ def _routes(owner: OnlineOwner) -> APIRouter:
             results = inst.query(queries)
         except RequestRejected as exc:
             loc: list[Any] = ["body", "requests", exc.index, "block_keys"]
-            raise ApiError(422, "rejected", f"requests[{exc.index}]: {exc.message}; nothing was applied",
-                           details=[{"loc": loc, "msg": exc.message}]) from None  # fmt: skip
+            raise ApiError(
+                422,
+                "rejected",
+                f"requests[{exc.index}]: {exc.message}; nothing was applied",
+                details=[{"loc": loc, "msg": exc.message}],
+            ) from None
         except OverflowError as exc:
             raise ApiError(422, "rejected", f"{exc}; nothing was applied") from None
         return {"instance_id": instance_id, "results": results}
@@ -289,8 +305,12 @@ def create_online_app(settings: Settings | None = None) -> FastAPI:
 
     @app.get("/healthz", tags=["health"])
     async def healthz() -> dict[str, Any]:
-        return {"status": "ok" if owner.leased else "not owner", "shard": owner.shard, "shards": owner.shards,
-                "instances": len(owner.instances)}  # fmt: skip
+        return {
+            "status": "ok" if owner.leased else "not owner",
+            "shard": owner.shard,
+            "shards": owner.shards,
+            "instances": len(owner.instances),
+        }
 
     return app
 

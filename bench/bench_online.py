@@ -27,10 +27,14 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 GROUP = {"name": "bench", "capacity_gb": [1, 4, 16, 64], "ttl_seconds": 0, "enable_theoretical_max_cache": True}
-INSTANCE = {"instance_group_name": "bench", "instance_id": "node-0", "block_size": 512,
-            "location_spec_infos": [{"name": "kv", "size": 1 << 20}],
-            "location_spec_groups": [{"name": "full", "spec_names": ["kv"]}],
-            "optimizer_state_info": {"full_location_spec_group_name": "full"}}  # fmt: skip
+INSTANCE = {
+    "instance_group_name": "bench",
+    "instance_id": "node-0",
+    "block_size": 512,
+    "location_spec_infos": [{"name": "kv", "size": 1 << 20}],
+    "location_spec_groups": [{"name": "full", "spec_names": ["kv"]}],
+    "optimizer_state_info": {"full_location_spec_group_name": "full"},
+}
 
 
 @contextlib.contextmanager
@@ -39,8 +43,9 @@ def local_owner(port: int) -> Iterator[str]:
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("LITEHIT_")}, "LITEHIT_HOME": home}
     bindir = Path(sys.executable).parent
     subprocess.run([str(bindir / "alembic"), "upgrade", "head"], cwd=ROOT, env=env, check=True, capture_output=True)
-    proc = subprocess.Popen([str(bindir / "uvicorn"), "api.online:app", "--port", str(port), "--log-level", "warning"],
-                            cwd=ROOT, env=env)  # fmt: skip
+    proc = subprocess.Popen(
+        [str(bindir / "uvicorn"), "api.online:app", "--port", str(port), "--log-level", "warning"], cwd=ROOT, env=env
+    )
     try:
         for _ in range(100):
             with contextlib.suppress(OSError):
@@ -100,9 +105,17 @@ def main() -> None:
             post(conn, "/v1/online/instances", json.dumps(INSTANCE).encode())
         base = f"/v1/online/instances/{INSTANCE['instance_id']}/trace-queries"
         pool = requests(40 * args.batch, args.blocks)
-        bodies = [json.dumps({"requests": [{"block_keys": keys, "input_token_len": len(keys) * 512 + 100}
-                                           for keys in pool[i : i + args.batch]]}).encode()
-                  for i in range(0, len(pool), args.batch)]  # fmt: skip
+        bodies = [
+            json.dumps(
+                {
+                    "requests": [
+                        {"block_keys": keys, "input_token_len": len(keys) * 512 + 100}
+                        for keys in pool[i : i + args.batch]
+                    ]
+                }
+            ).encode()
+            for i in range(0, len(pool), args.batch)
+        ]
         sent, start, i = 0, time.perf_counter(), 0
         while time.perf_counter() - start < args.seconds:
             post(conn, f"{base}/batch", bodies[i % len(bodies)])
@@ -117,11 +130,15 @@ def main() -> None:
         single_rate = sent / (time.perf_counter() - start)
         conn.request("GET", f"/v1/online/instances/{INSTANCE['instance_id']}")
         summary = json.loads(conn.getresponse().read())
-    print(f"batch form ({args.batch} requests x {args.blocks} blocks per call): {batch_rate:,.0f} requests/s "
-          f"= {batch_rate * args.blocks / 1e6:.2f} M blocks/s")  # fmt: skip
+    print(
+        f"batch form ({args.batch} requests x {args.blocks} blocks per call): {batch_rate:,.0f} requests/s "
+        f"= {batch_rate * args.blocks / 1e6:.2f} M blocks/s"
+    )
     print(f"single form (one request per call, one connection): {single_rate:,.0f} requests/s")
-    print(f"instance after the run: {summary['total_queries']:,} queries, hit rates {[round(r, 3) for r in summary['hit_rates']]}"
-          f", {summary['unique_blocks']:,} unique blocks, {summary['engine_memory_bytes'] / 2**20:.1f} MiB engine state")  # fmt: skip
+    print(
+        f"instance after the run: {summary['total_queries']:,} queries, hit rates {[round(r, 3) for r in summary['hit_rates']]}"
+        f", {summary['unique_blocks']:,} unique blocks, {summary['engine_memory_bytes'] / 2**20:.1f} MiB engine state"
+    )
 
 
 if __name__ == "__main__":

@@ -36,8 +36,23 @@ def ensure_facts(rows: int, cache_dir: Path) -> Path:
     trace = ensure_trace(20_000_000, cache_dir)
     with tempfile.TemporaryDirectory() as out:
         litehit = Path(sys.executable).with_name("litehit")
-        subprocess.run([str(litehit), "replay", str(trace), "--format", "mooncake", "--block-sizes", "512,1024",
-                        "--ttl-seconds", "0,60", "-o", out], check=True, stdout=subprocess.DEVNULL)  # fmt: skip
+        subprocess.run(
+            [
+                str(litehit),
+                "replay",
+                str(trace),
+                "--format",
+                "mooncake",
+                "--block-sizes",
+                "512,1024",
+                "--ttl-seconds",
+                "0,60",
+                "-o",
+                out,
+            ],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
         with open(Path(out) / "litehit_facts.csv", "rb") as src, open(facts.with_suffix(".tmp"), "wb") as dst:
             for i, line in enumerate(src):
                 if i > rows:
@@ -85,8 +100,10 @@ def main() -> None:
             pub.commit()
 
     t_disk = best_of(args.repeat, to_disk)
-    print(f"summaries: {t_sum:.2f} s   rendered: {t_render:.2f} s ({sink.bytes / args.repeat / 2**20:.0f} MiB JSONL)   "
-          f"to disk: {t_disk:.2f} s   (best of {args.repeat}, cpu count {os.cpu_count()})")  # fmt: skip
+    print(
+        f"summaries: {t_sum:.2f} s   rendered: {t_render:.2f} s ({sink.bytes / args.repeat / 2**20:.0f} MiB JSONL)   "
+        f"to disk: {t_disk:.2f} s   (best of {args.repeat}, cpu count {os.cpu_count()})"
+    )
 
 
 if __name__ == "__main__":

@@ -51,8 +51,19 @@ def main() -> None:
     best, peak, engine = float("inf"), 0.0, 0.0
     for _ in range(args.repeat):
         with tempfile.TemporaryDirectory() as out:
-            cmd = [str(litehit), "replay", str(trace), "--format", "mooncake", "--block-sizes", args.block_sizes,
-                   "--workers", str(args.workers), "-o", out]  # fmt: skip
+            cmd = [
+                str(litehit),
+                "replay",
+                str(trace),
+                "--format",
+                "mooncake",
+                "--block-sizes",
+                args.block_sizes,
+                "--workers",
+                str(args.workers),
+                "-o",
+                out,
+            ]
             start = time.perf_counter()
             child = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
             output = child.stdout.read() if child.stdout else ""
@@ -65,8 +76,10 @@ def main() -> None:
             engine = sum(float(m) for m in re.findall(r"([0-9.]+) MiB engine state", output))
             facts_mib = (Path(out) / "litehit_facts.csv").stat().st_size / 2**20
     lanes = len(args.block_sizes.split(","))
-    print(f"replay: {best:.2f} s (best of {args.repeat}, process start included) = "
-          f"{args.blocks / best / 1e6:.2f} M blocks/s per lane x {lanes} lane(s), {size / best / 2**20:.0f} MiB/s of JSONL")  # fmt: skip
+    print(
+        f"replay: {best:.2f} s (best of {args.repeat}, process start included) = "
+        f"{args.blocks / best / 1e6:.2f} M blocks/s per lane x {lanes} lane(s), {size / best / 2**20:.0f} MiB/s of JSONL"
+    )
     print(
         f"facts: {facts_mib:.0f} MiB; peak RSS of the replay process: {peak:.0f} MiB "
         f"(engine state at the end: {engine:.0f} MiB)"

@@ -33,11 +33,17 @@ TRACE = ROOT / "examples" / "data" / "conversation_trace.jsonl"
 CONFIG = {
     "block_size": 512,
     "instance_groups": [{"name": "g"}],
-    "instances": [{"instance_group_name": "g", "instance_id": "b512", "block_size": 512,
-                   "location_spec_infos": [{"name": "kv", "size": 1 << 20}],
-                   "location_spec_groups": [{"name": "full", "spec_names": ["kv"]}],
-                   "optimizer_state_info": {"full_location_spec_group_name": "full"}}],
-}  # fmt: skip
+    "instances": [
+        {
+            "instance_group_name": "g",
+            "instance_id": "b512",
+            "block_size": 512,
+            "location_spec_infos": [{"name": "kv", "size": 1 << 20}],
+            "location_spec_groups": [{"name": "full", "spec_names": ["kv"]}],
+            "optimizer_state_info": {"full_location_spec_group_name": "full"},
+        }
+    ],
+}
 
 
 @contextlib.contextmanager
@@ -49,19 +55,49 @@ def local_stack(port: int, api_workers: int = 2) -> Iterator[str]:
         admin.execute(f"DROP DATABASE IF EXISTS {db} WITH (FORCE)")
         admin.execute(f"CREATE DATABASE {db}")
     home = Path(tempfile.mkdtemp(prefix="litehit-bench-"))
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("LITEHIT_")},
-           "LITEHIT_DATABASE_URL": f"postgresql://postgres@127.0.0.1:5432/{db}", "LITEHIT_HOME": str(home),
-           "LITEHIT_BROKER_URL": "redis://127.0.0.1:6379/0", "LITEHIT_RESULT_BACKEND": "redis://127.0.0.1:6379/1",
-           "LITEHIT_QUEUE": "litehit-bench", "LITEHIT_HEARTBEAT_S": "0.5"}  # fmt: skip
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("LITEHIT_")},
+        "LITEHIT_DATABASE_URL": f"postgresql://postgres@127.0.0.1:5432/{db}",
+        "LITEHIT_HOME": str(home),
+        "LITEHIT_BROKER_URL": "redis://127.0.0.1:6379/0",
+        "LITEHIT_RESULT_BACKEND": "redis://127.0.0.1:6379/1",
+        "LITEHIT_QUEUE": "litehit-bench",
+        "LITEHIT_HEARTBEAT_S": "0.5",
+    }
     bindir = Path(sys.executable).parent
     subprocess.run([str(bindir / "alembic"), "upgrade", "head"], cwd=ROOT, env=env, check=True, capture_output=True)
     procs = [
-        subprocess.Popen([str(bindir / "uvicorn"), "api.main:app", "--port", str(port), "--log-level", "warning",
-                          "--workers", str(api_workers)],
-                         cwd=ROOT, env=env),
-        subprocess.Popen([str(bindir / "celery"), "-A", "worker.celery_app", "worker", "-Q", "litehit-bench",
-                          "--concurrency", "2", "-l", "warning"], cwd=ROOT, env=env),
-    ]  # fmt: skip
+        subprocess.Popen(
+            [
+                str(bindir / "uvicorn"),
+                "api.main:app",
+                "--port",
+                str(port),
+                "--log-level",
+                "warning",
+                "--workers",
+                str(api_workers),
+            ],
+            cwd=ROOT,
+            env=env,
+        ),
+        subprocess.Popen(
+            [
+                str(bindir / "celery"),
+                "-A",
+                "worker.celery_app",
+                "worker",
+                "-Q",
+                "litehit-bench",
+                "--concurrency",
+                "2",
+                "-l",
+                "warning",
+            ],
+            cwd=ROOT,
+            env=env,
+        ),
+    ]
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 60
@@ -154,12 +190,16 @@ def main() -> None:
     stack = local_stack(args.port, args.api_workers) if args.start_local else contextlib.nullcontext(args.url)
     with stack as url:
         times, job_id = submit_latency(url, args.jobs)
-        print(f"submit -> succeeded (conversation trace, {args.jobs} jobs): median {statistics.median(times):.3f} s, "
-              f"max {max(times):.3f} s")  # fmt: skip
+        print(
+            f"submit -> succeeded (conversation trace, {args.jobs} jobs): median {statistics.median(times):.3f} s, "
+            f"max {max(times):.3f} s"
+        )
         lat = sorted(asyncio.run(get_load(url, job_id, args.rate, args.seconds)))
         pct = {p: lat[min(len(lat) - 1, int(len(lat) * p / 100))] * 1000 for p in (50, 90, 99)}
-        print(f"GET /v1/replays/{{id}} at {args.rate:.0f}/s for {args.seconds:.0f} s ({len(lat)} requests): "
-              f"p50 {pct[50]:.1f} ms, p90 {pct[90]:.1f} ms, p99 {pct[99]:.1f} ms, max {lat[-1] * 1000:.1f} ms")  # fmt: skip
+        print(
+            f"GET /v1/replays/{{id}} at {args.rate:.0f}/s for {args.seconds:.0f} s ({len(lat)} requests): "
+            f"p50 {pct[50]:.1f} ms, p90 {pct[90]:.1f} ms, p99 {pct[99]:.1f} ms, max {lat[-1] * 1000:.1f} ms"
+        )
 
 
 if __name__ == "__main__":

@@ -95,8 +95,12 @@ _Sums = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 
 def _zeros(groups: int, slots: int) -> _Sums:
-    return (np.zeros(groups * slots, np.uint64), np.zeros(groups * slots, np.uint64),
-            np.zeros(groups, np.uint64), np.zeros(groups, np.uint64))  # fmt: skip
+    return (
+        np.zeros(groups * slots, np.uint64),
+        np.zeros(groups * slots, np.uint64),
+        np.zeros(groups, np.uint64),
+        np.zeros(groups, np.uint64),
+    )
 
 
 def _grow(a: np.ndarray, size: int) -> np.ndarray:

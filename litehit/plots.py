@@ -26,8 +26,14 @@ from litehit.misses import Attribution, attribute_misses  # noqa: E402
 __all__ = ["plot_facts"]
 
 MAX_PANELS = 8
-COLORS = {"hit": "#2e7d32", "evicted": "#f9a825", "cold": "#1565c0", "expired": "#8e24aa",
-          "cold_or_expired": "#1565c0", "tail": "#9e9e9e"}  # fmt: skip
+COLORS = {
+    "hit": "#2e7d32",
+    "evicted": "#f9a825",
+    "cold": "#1565c0",
+    "expired": "#8e24aa",
+    "cold_or_expired": "#1565c0",
+    "tail": "#9e9e9e",
+}
 
 
 def _gib_label(x: float, _pos: object = None) -> str:
@@ -79,13 +85,27 @@ def plot_facts(
     fig, ax = plt.subplots(figsize=(9, 5.5), layout="constrained")
     for i, curve in enumerate(curves):
         color = f"C{i % 10}"
-        ax.step(grid, _rates_on(curve, grid), where="post", color=color, lw=1.8,
-                label=f"{curve.instance_id}  (∞: {curve.plateau.hit_rate:.1%})")  # fmt: skip
+        ax.step(
+            grid,
+            _rates_on(curve, grid),
+            where="post",
+            color=color,
+            lw=1.8,
+            label=f"{curve.instance_id}  (∞: {curve.plateau.hit_rate:.1%})",
+        )
         ax.axhline(curve.plateau.hit_rate, color=color, ls="--", lw=0.9, alpha=0.7)
     for x in marks:
         ax.axvline(x, color="0.35", ls=":", lw=1)
-        ax.annotate(_gib_label(x), (x, 1.0), xycoords=("data", "axes fraction"), rotation=90, va="top", ha="right",
-                    fontsize=8, color="0.3")  # fmt: skip
+        ax.annotate(
+            _gib_label(x),
+            (x, 1.0),
+            xycoords=("data", "axes fraction"),
+            rotation=90,
+            va="top",
+            ha="right",
+            fontsize=8,
+            color="0.3",
+        )
     _binary_axis(ax)
     ax.yaxis.set_major_formatter(PercentFormatter(1.0))
     ax.set_ylim(0, max([c.plateau.hit_rate for c in curves] + [0.05]) * 1.08)
@@ -98,8 +118,9 @@ def plot_facts(
 
     extended, parts = attribute_misses(facts, [CapacitySlot(-1.0)])
     shown = curves[:MAX_PANELS]
-    fig, axes = plt.subplots(len(shown), 1, figsize=(9, 2.6 * len(shown) + 0.8), squeeze=False, sharex=True,
-                             layout="constrained")  # fmt: skip
+    fig, axes = plt.subplots(
+        len(shown), 1, figsize=(9, 2.6 * len(shown) + 0.8), squeeze=False, sharex=True, layout="constrained"
+    )
     for ax, curve in zip(axes[:, 0], shown, strict=True):
         whole: Attribution = next(p for p in parts if p.instance_id == curve.instance_id)
         den = whole.input_tokens or 1
@@ -112,8 +133,14 @@ def plot_facts(
         else:
             layers["cold_or_expired"] = np.full_like(grid, whole.cold_or_expired / den)
         layers["tail"] = np.full_like(grid, whole.tail / den)
-        ax.stackplot(grid, *layers.values(), labels=[k.replace("_", " ") for k in layers],
-                     colors=[COLORS[k] for k in layers], alpha=0.9, step="post")  # fmt: skip
+        ax.stackplot(
+            grid,
+            *layers.values(),
+            labels=[k.replace("_", " ") for k in layers],
+            colors=[COLORS[k] for k in layers],
+            alpha=0.9,
+            step="post",
+        )
         for x in marks:
             ax.axvline(x, color="0.2", ls=":", lw=1)
         _binary_axis(ax)

@@ -30,8 +30,15 @@ def group(name: str = "g1", ttl_seconds: int = 0, **extra: Any) -> dict[str, Any
     return {"name": name, "capacity_gb": [1.0], "eviction_policy": "lru", "ttl_seconds": ttl_seconds, **extra}
 
 
-def config(trace: Path, out: Path, *, instances: list[dict[str, Any]] | None = None,
-           groups: list[dict[str, Any]] | None = None, block_size: int = 4, **extra: Any) -> dict[str, Any]:  # fmt: skip
+def config(
+    trace: Path,
+    out: Path,
+    *,
+    instances: list[dict[str, Any]] | None = None,
+    groups: list[dict[str, Any]] | None = None,
+    block_size: int = 4,
+    **extra: Any,
+) -> dict[str, Any]:
     return {
         "trace_file_path": str(trace),
         "output_result_path": str(out),

@@ -91,10 +91,22 @@ class RedisServer:
 
     def start(self) -> None:
         self.proc = subprocess.Popen(
-            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-             "--dir", str(self.workdir)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )  # fmt: skip
+            [
+                "redis-server",
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(self.workdir),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         wait_for(self.ping, 10, "redis-server to answer")
 
     def ping(self) -> bool:
@@ -163,11 +175,31 @@ class Workers:
     def _start(self) -> subprocess.Popen[bytes]:
         with self.log.open("ab") as sink:
             return subprocess.Popen(
-                [sys.executable, "-m", "celery", "-A", "worker.celery_app", "worker", "-Q", self.settings.queue,
-                 "--concurrency", "2", "--pool", "prefork", "--without-gossip", "--without-mingle", "-l", "info",
-                 "-n", f"test-{os.getpid()}@%h"],
-                cwd=ROOT, env=settings_env(self.settings), stdout=sink, stderr=subprocess.STDOUT,
-            )  # fmt: skip
+                [
+                    sys.executable,
+                    "-m",
+                    "celery",
+                    "-A",
+                    "worker.celery_app",
+                    "worker",
+                    "-Q",
+                    self.settings.queue,
+                    "--concurrency",
+                    "2",
+                    "--pool",
+                    "prefork",
+                    "--without-gossip",
+                    "--without-mingle",
+                    "-l",
+                    "info",
+                    "-n",
+                    f"test-{os.getpid()}@%h",
+                ],
+                cwd=ROOT,
+                env=settings_env(self.settings),
+                stdout=sink,
+                stderr=subprocess.STDOUT,
+            )
 
     def _supervise(self) -> None:
         while not self._stopping.is_set():

@@ -124,8 +124,9 @@ def test_curve_of_the_mooncake_trace(data_dir: Path, tmp_path: Path) -> None:
 
 @settings(max_examples=60, deadline=None)
 @given(seed=st.integers(0, 10**6), extended=st.booleans(), caps=st.lists(st.floats(-2, 1e-4), min_size=1, max_size=5))
-def test_attribution_parts_sum_to_the_input_tokens(tmp_path_factory: pytest.TempPathFactory, seed: int, extended: bool,
-                                                   caps: list[float]) -> None:  # fmt: skip
+def test_attribution_parts_sum_to_the_input_tokens(
+    tmp_path_factory: pytest.TempPathFactory, seed: int, extended: bool, caps: list[float]
+) -> None:
     tmp = tmp_path_factory.mktemp("attr")
     facts = tmp / "f.csv"
     facts.write_text(random_facts(random.Random(seed), 60, [("a", 4, 1000), ("b", 16, 2048)], extended))

@@ -33,8 +33,11 @@ def test_runs_are_recorded_and_listed(
     assert (home / "litehit.db").exists()
     assert main(["jobs"]) == 0
     lines = capsys.readouterr().out.splitlines()[1:]
-    assert [line.split()[1:4] for line in lines] == [["replay", "cli", "failed"], ["query", "cli", "succeeded"],
-                                                      ["replay", "cli", "succeeded"]]  # fmt: skip
+    assert [line.split()[1:4] for line in lines] == [
+        ["replay", "cli", "failed"],
+        ["query", "cli", "succeeded"],
+        ["replay", "cli", "succeeded"],
+    ]
     assert "cannot open trace" in lines[0]
     assert main(["jobs", "--show", replay_id]) == 0
     shown = json.loads(capsys.readouterr().out)
@@ -47,8 +50,9 @@ def test_runs_are_recorded_and_listed(
     assert len(summaries) == 2 * 3 and {s["instance_id"] for s in summaries} == {"b512", "b1024", ""}
 
 
-def test_an_unusable_database_only_warns(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, data_dir: Path,
-                                         capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+def test_an_unusable_database_only_warns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, data_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setenv("LITEHIT_DATABASE_URL", f"sqlite:///{tmp_path}")  # a directory, not a database file
     get_settings.cache_clear()
     try:

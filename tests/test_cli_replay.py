@@ -26,15 +26,31 @@ def curves_of(facts: Path, instance: str) -> list[str]:
 
 def test_cli_reproduces_the_three_golden_curve_files(data_dir: Path, tmp_path: Path) -> None:
     run = subprocess.run(
-        [LITEHIT, "replay", str(data_dir / "conversation_trace.jsonl"), "--format", "mooncake",
-         "--block-sizes", "512,1024", "--ttl-seconds", "0,60", "-o", str(tmp_path)],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
+        [
+            LITEHIT,
+            "replay",
+            str(data_dir / "conversation_trace.jsonl"),
+            "--format",
+            "mooncake",
+            "--block-sizes",
+            "512,1024",
+            "--ttl-seconds",
+            "0,60",
+            "-o",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert run.returncode == 0, run.stderr
     facts = tmp_path / "litehit_facts.csv"
     assert f"facts: {facts} (48,124 rows)" in run.stdout
-    for instance, golden in [("b512", "conversation_b512"), ("b1024", "conversation_b1024"),
-                             ("b512_ttl60", "conversation_b512_ttl60")]:  # fmt: skip
+    for instance, golden in [
+        ("b512", "conversation_b512"),
+        ("b1024", "conversation_b1024"),
+        ("b512_ttl60", "conversation_b512_ttl60"),
+    ]:
         assert curves_of(facts, instance) == (data_dir / f"{golden}.curves").read_text().splitlines()
 
 
@@ -61,14 +77,23 @@ def test_config_file_mode_and_worker_count_independence(data_dir: Path, tmp_path
         out = tmp_path / f"w{workers}"
         out.mkdir()
         cfg = {
-            "trace_file_path": str(data_dir / "conversation_trace.jsonl"), "output_result_path": str(out),
-            "block_size": 512, "pipeline_worker_count": workers, "trace_format": "mooncake",
+            "trace_file_path": str(data_dir / "conversation_trace.jsonl"),
+            "output_result_path": str(out),
+            "block_size": 512,
+            "pipeline_worker_count": workers,
+            "trace_format": "mooncake",
             "instance_groups": [{"name": "g"}],
-            "instances": [{"instance_group_name": "g", "instance_id": "m", "block_size": 512,
-                           "location_spec_infos": [{"name": "a", "size": 1 << 20}],
-                           "location_spec_groups": [{"name": "full", "spec_names": ["a"]}],
-                           "optimizer_state_info": {"full_location_spec_group_name": "full"}}],
-        }  # fmt: skip
+            "instances": [
+                {
+                    "instance_group_name": "g",
+                    "instance_id": "m",
+                    "block_size": 512,
+                    "location_spec_infos": [{"name": "a", "size": 1 << 20}],
+                    "location_spec_groups": [{"name": "full", "spec_names": ["a"]}],
+                    "optimizer_state_info": {"full_location_spec_group_name": "full"},
+                }
+            ],
+        }
         path = tmp_path / f"cfg{workers}.json"
         path.write_text(json.dumps(cfg))
         assert main(["replay", str(path)]) == 0
@@ -92,13 +117,31 @@ def test_failure_exits_1_with_a_one_line_reason(tmp_path: Path) -> None:
 
 def test_config_errors_name_the_field(tmp_path: Path) -> None:
     cfg = tmp_path / "c.json"
-    cfg.write_text(json.dumps({"trace_file_path": "t", "output_result_path": "o", "block_size": "16",
-                               "instance_groups": [{"name": "g"}], "instances": []}))  # fmt: skip
+    cfg.write_text(
+        json.dumps(
+            {
+                "trace_file_path": "t",
+                "output_result_path": "o",
+                "block_size": "16",
+                "instance_groups": [{"name": "g"}],
+                "instances": [],
+            }
+        )
+    )
     run = subprocess.run([LITEHIT, "replay", str(cfg)], capture_output=True, text=True, check=False)
     assert run.returncode == 1
     assert run.stderr == "litehit: error: block_size: expected an integer (got '16')\n"
-    cfg.write_text(json.dumps({"trace_file_path": "t", "output_result_path": "o", "block_size": 16,
-                               "instance_groups": [{"name": "g"}], "instances": []}))  # fmt: skip
+    cfg.write_text(
+        json.dumps(
+            {
+                "trace_file_path": "t",
+                "output_result_path": "o",
+                "block_size": 16,
+                "instance_groups": [{"name": "g"}],
+                "instances": [],
+            }
+        )
+    )
     run = subprocess.run([LITEHIT, "replay", str(cfg)], capture_output=True, text=True, check=False)
     assert run.stderr == "litehit: error: instances: lite_hit config: instances must not be empty (got [])\n"
 
@@ -125,8 +168,11 @@ def test_killed_mid_replay_leaves_no_facts_and_a_rerun_publishes(tmp_path: Path)
     out = tmp_path / "out"
     out.mkdir()
     (out / "litehit_facts.csv").write_text("older facts\n")
-    proc = subprocess.Popen([LITEHIT, "replay", str(fifo), "--format", "mooncake", "-o", str(out)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    proc = subprocess.Popen(
+        [LITEHIT, "replay", str(fifo), "--format", "mooncake", "-o", str(out)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     writer = threading.Thread(target=_feed, args=(fifo, data[: len(data) * 2 // 3]), daemon=True)
     writer.start()
     tmp = out / "litehit_facts.csv.tmp"

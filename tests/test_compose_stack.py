@@ -93,8 +93,9 @@ class Stack:
     def start(self, name: str, service: dict[str, Any], names: list[str]) -> subprocess.Popen[bytes]:
         log = self.tmp / f"{name}.log"
         with log.open("wb") as sink:
-            proc = subprocess.Popen(service["command"], cwd=ROOT, env=self.env_for(service, names), stdout=sink,
-                                    stderr=subprocess.STDOUT)  # fmt: skip
+            proc = subprocess.Popen(
+                service["command"], cwd=ROOT, env=self.env_for(service, names), stdout=sink, stderr=subprocess.STDOUT
+            )
         self.procs[name], self.logs[name] = proc, log
         return proc
 
@@ -175,12 +176,20 @@ def test_compose_services_run_locally_and_serve_a_job(stack: tuple[Stack, dict[s
         )
         assert trace.status_code == 201, trace.text
         config = {
-            "trace_id": trace.json()["id"], "block_size": 512, "instance_groups": [{"name": "g"}],
-            "instances": [{"instance_group_name": "g", "instance_id": "b512", "block_size": 512,
-                           "location_spec_infos": [{"name": "kv", "size": 1 << 20}],
-                           "location_spec_groups": [{"name": "full", "spec_names": ["kv"]}],
-                           "optimizer_state_info": {"full_location_spec_group_name": "full"}}],
-        }  # fmt: skip
+            "trace_id": trace.json()["id"],
+            "block_size": 512,
+            "instance_groups": [{"name": "g"}],
+            "instances": [
+                {
+                    "instance_group_name": "g",
+                    "instance_id": "b512",
+                    "block_size": 512,
+                    "location_spec_infos": [{"name": "kv", "size": 1 << 20}],
+                    "location_spec_groups": [{"name": "full", "spec_names": ["kv"]}],
+                    "optimizer_state_info": {"full_location_spec_group_name": "full"},
+                }
+            ],
+        }
         submitted = client.post("/v1/replays", json=config)
         assert submitted.status_code == 202, submitted.text
         url = submitted.headers["location"]
@@ -192,8 +201,11 @@ def test_compose_services_run_locally_and_serve_a_job(stack: tuple[Stack, dict[s
         curves = [line.split(',"')[1].rstrip('"') for line in facts]
         assert curves == (data_dir / "conversation_b512.curves").read_text().splitlines()
         query = client.post("/v1/queries", json={"replay_id": job["id"], "capacity_gb": [1, 16, -1]})
-        done = wait_for(lambda: (b := client.get(query.headers["location"]).json())["state"] in ("succeeded", "failed") and b,
-                        120, "the query")  # fmt: skip
+        done = wait_for(
+            lambda: (b := client.get(query.headers["location"]).json())["state"] in ("succeeded", "failed") and b,
+            120,
+            "the query",
+        )
         assert done["state"] == "succeeded", done
         assert done["total"]["requests"] == 12031 and len(done["total"]["hit_rates"]) == 3
         assert json.loads(client.get("/readyz").text)["status"] == "ready"

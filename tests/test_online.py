@@ -44,10 +44,25 @@ def owner(settings: Settings) -> Iterator[TestClient]:
         yield client
 
 
-def register(client: TestClient, *, ttl: int = 0, max_cache: bool = True, prefix_hash: bool = False,
-             name: str = "i1", grp: str = "g1") -> dict[str, Any]:  # fmt: skip
-    r = client.post("/v1/online/groups", json=group(grp, ttl, capacity_gb=list(reversed(CAPS)),
-                                                    enable_theoretical_max_cache=max_cache, enable_prefix_hash=prefix_hash))  # fmt: skip
+def register(
+    client: TestClient,
+    *,
+    ttl: int = 0,
+    max_cache: bool = True,
+    prefix_hash: bool = False,
+    name: str = "i1",
+    grp: str = "g1",
+) -> dict[str, Any]:
+    r = client.post(
+        "/v1/online/groups",
+        json=group(
+            grp,
+            ttl,
+            capacity_gb=list(reversed(CAPS)),
+            enable_theoretical_max_cache=max_cache,
+            enable_prefix_hash=prefix_hash,
+        ),
+    )
     assert r.status_code in (201, 409), r.text
     r = client.post("/v1/online/instances", json=instance(name, 4, group=grp))
     assert r.status_code == 201, r.text
@@ -83,8 +98,15 @@ def test_trace_queries_single_and_batch(owner: TestClient) -> None:
     assert inst["capacity_gb"] == sorted(CAPS) and inst["capacity_blocks"] == [2, 3, 65536]
     r = owner.post("/v1/online/instances/i1/trace-queries", json={"block_keys": [1, 2, 3], "input_token_len": 13})
     assert r.status_code == 200 and r.json()["hit_blocks"] == [0, 0, 0] and r.json()["max_hit_blocks"] == 0
-    r = owner.post("/v1/online/instances/i1/trace-queries/batch",
-                   json={"requests": [{"block_keys": [1, 2, 9], "input_token_len": 12}, {"block_keys": [1, 2, 3], "input_token_len": 13}]})  # fmt: skip
+    r = owner.post(
+        "/v1/online/instances/i1/trace-queries/batch",
+        json={
+            "requests": [
+                {"block_keys": [1, 2, 9], "input_token_len": 12},
+                {"block_keys": [1, 2, 3], "input_token_len": 13},
+            ]
+        },
+    )
     second, third = r.json()["results"]
     assert second["hit_blocks"] == [2, 2, 2] and third["hit_blocks"] == [2, 2, 3] and third["max_hit_blocks"] == 3
     assert third["hit_rates"] == [8 / 13, 8 / 13, 12 / 13]
@@ -109,8 +131,10 @@ def test_missing_length_is_derived_and_max_is_hidden_when_disabled(owner: TestCl
 def test_a_rejected_request_applies_nothing(owner: TestClient) -> None:
     register(owner)
     before = owner.get("/v1/online/instances/i1").json()
-    r = owner.post("/v1/online/instances/i1/trace-queries/batch",
-                   json={"requests": [{"block_keys": [1, 2], "input_token_len": 8}, {"block_keys": [1, 2], "input_token_len": 4}]})  # fmt: skip
+    r = owner.post(
+        "/v1/online/instances/i1/trace-queries/batch",
+        json={"requests": [{"block_keys": [1, 2], "input_token_len": 8}, {"block_keys": [1, 2], "input_token_len": 4}]},
+    )
     assert r.status_code == 422
     err = r.json()["error"]
     assert err["details"][0]["loc"] == ["body", "requests", 1, "block_keys"]
@@ -148,8 +172,10 @@ def test_online_reconciles_with_offline_replay_and_query(owner: TestClient, tmp_
         rows.append(request(f"r{i}", t, [int(k) for k in core_c.prefix_hash(raw)], 4 * len(raw) + rng.randrange(4)))
     results = []
     for lo in range(0, len(rows), 100):
-        batch = [{"block_keys": r["keys"], "input_token_len": r["input_len"], "timestamp_ns": r["timestamp_ns"]}
-                 for r in rows[lo : lo + 100]]  # fmt: skip
+        batch = [
+            {"block_keys": r["keys"], "input_token_len": r["input_len"], "timestamp_ns": r["timestamp_ns"]}
+            for r in rows[lo : lo + 100]
+        ]
         results += owner.post("/v1/online/instances/i1/trace-queries/batch", json={"requests": batch}).json()["results"]
     trace = write_rows(tmp_path / "t.jsonl", rows)
     out = tmp_path / "out"
@@ -214,8 +240,13 @@ def test_public_api_forwards_to_two_shard_owners(service_settings: Settings, tmp
     try:
         for shard, port in enumerate(ports):
             env = settings_env(base.model_copy(update={"online_shard": shard}))
-            procs.append(subprocess.Popen([sys.executable, "-m", "uvicorn", "api.online:app", "--port", str(port),
-                                           "--log-level", "warning"], cwd=ROOT, env=env))  # fmt: skip
+            procs.append(
+                subprocess.Popen(
+                    [sys.executable, "-m", "uvicorn", "api.online:app", "--port", str(port), "--log-level", "warning"],
+                    cwd=ROOT,
+                    env=env,
+                )
+            )
         for port in ports:
             wait_for(lambda p=port: _ok(f"http://127.0.0.1:{p}/healthz"), 30, "an online owner")
         urls = ",".join(f"http://127.0.0.1:{p}" for p in ports)

@@ -46,8 +46,16 @@ def test_worked_query_example_byte_for_byte(tmp_path: Path) -> None:
 
 def test_seed_worked_example_table(tmp_path: Path) -> None:
     """Seed §10: block_size 4, block_bytes 1024; 2048 B, 3072 B and infinite."""
-    facts = (f"{FACTS_HEADER}\n" + "\n".join(f"r{i},i,{i},{n},4,1024,\"{c}\"" for i, (n, c) in enumerate(
-        [(13, "[]"), (12, "[[1,2]]"), (13, "[[1,2],[4,1]]"), (8, "[[1,1]]"), (8, "[[1,2]]")], 1)) + "\n")  # fmt: skip
+    facts = (
+        f"{FACTS_HEADER}\n"
+        + "\n".join(
+            f'r{i},i,{i},{n},4,1024,"{c}"'
+            for i, (n, c) in enumerate(
+                [(13, "[]"), (12, "[[1,2]]"), (13, "[[1,2],[4,1]]"), (8, "[[1,1]]"), (8, "[[1,2]]")], 1
+            )
+        )
+        + "\n"
+    )
     caps = [repr(2048 / 1024**3), repr(3072 / 1024**3), "-1"]
     lines = [json.loads(x) for x in run_query(tmp_path, facts, caps)]
     assert [r["hit_blocks"] for r in lines[:5]] == [[0, 0, 0], [2, 2, 2], [2, 2, 3], [1, 1, 1], [2, 2, 2]]

@@ -35,8 +35,11 @@ def test_publishes_facts(tmp_path: Path) -> None:
 
 
 def test_ttl_group_layers_ttl_onto_the_hit_curve(tmp_path: Path) -> None:
-    rows = [request("r1", 1 * 10**9, [1, 2, 3], 13), request("r2", 3 * 10**9, [1, 2, 9], 12),
-            request("r3", 4 * 10**9, [1, 2, 3], 13)]  # fmt: skip
+    rows = [
+        request("r1", 1 * 10**9, [1, 2, 3], 13),
+        request("r2", 3 * 10**9, [1, 2, 9], 12),
+        request("r3", 4 * 10**9, [1, 2, 3], 13),
+    ]
     facts = read_facts(replay(tmp_path, rows, groups=[group(ttl_seconds=3)]))
     assert [f["hit_curve"] for f in facts] == ["[]", "[[1,2]]", "[[1,2]]"]  # block 3 is exactly 3 s old
 
@@ -92,18 +95,26 @@ def test_override_instance_id_must_match_configured_instance(tmp_path: Path) -> 
 @pytest.mark.parametrize(
     ("rows", "reason"),
     [
-        ([request("r1", 2000, [1], 4), request("r2", 1000, [1], 4)],
-         r"trace is not sorted by timestamp_ns at trace_id\[r2\] \(.*trace.jsonl:2\)"),
-        ([request("r1", 1000, [1], 4), request("x", 2000, [1], 4, inst="ghost")],
-         r"unknown instance\[ghost\] at trace_id\[x\] \(.*:2\)"),
-        ([request("r1", 1000, [1, 2], 4)],
-         r"invalid request trace_id\[r1\]: NormalizeRequest block_keys must contain exactly floor"),
+        (
+            [request("r1", 2000, [1], 4), request("r2", 1000, [1], 4)],
+            r"trace is not sorted by timestamp_ns at trace_id\[r2\] \(.*trace.jsonl:2\)",
+        ),
+        (
+            [request("r1", 1000, [1], 4), request("x", 2000, [1], 4, inst="ghost")],
+            r"unknown instance\[ghost\] at trace_id\[x\] \(.*:2\)",
+        ),
+        (
+            [request("r1", 1000, [1, 2], 4)],
+            r"invalid request trace_id\[r1\]: NormalizeRequest block_keys must contain exactly floor",
+        ),
         ([], r"failed to load/replay trace: No optimizer traces loaded from file: .*trace.jsonl"),
-        ([{"type": "write", "instance_id": "i1", "timestamp_ns": 5, "keys": [1]}],
-         r"^trace contains no valid Request/Get events$"),
+        (
+            [{"type": "write", "instance_id": "i1", "timestamp_ns": 5, "keys": [1]}],
+            r"^trace contains no valid Request/Get events$",
+        ),
     ],
     ids=["unsorted", "unknown-instance", "length", "empty", "no-reads"],
-)  # fmt: skip
+)
 def test_fails_fast_without_publishing_facts(tmp_path: Path, rows: list[dict], reason: str) -> None:
     with pytest.raises(ReplayError, match=reason):
         replay(tmp_path, rows)
@@ -120,22 +131,31 @@ def test_failure_leaves_an_earlier_facts_file_untouched(tmp_path: Path) -> None:
 
 
 def test_the_first_failure_in_input_order_wins(tmp_path: Path) -> None:
-    rows = [request("r1", 1000, [1], 4), request("bad-len", 2000, [1, 2], 4), request("ghost", 3000, [1], 4, inst="x"),
-            request("r4", 10, [1], 4)]  # fmt: skip
+    rows = [
+        request("r1", 1000, [1], 4),
+        request("bad-len", 2000, [1, 2], 4),
+        request("ghost", 3000, [1], 4, inst="x"),
+        request("r4", 10, [1], 4),
+    ]
     with pytest.raises(ReplayError, match=r"invalid request trace_id\[bad-len\].*:2\)$"):
         replay(tmp_path, rows)
 
 
 def test_ignores_write_events(tmp_path: Path) -> None:
-    rows = [request("r1", 1000, [1], 4), {"type": "write", "instance_id": "i1", "trace_id": "w", "timestamp_ns": 1500,
-            "keys": [9]}, request("r2", 2000, [1], 4)]  # fmt: skip
+    rows = [
+        request("r1", 1000, [1], 4),
+        {"type": "write", "instance_id": "i1", "trace_id": "w", "timestamp_ns": 1500, "keys": [9]},
+        request("r2", 2000, [1], 4),
+    ]
     facts = read_facts(replay(tmp_path, rows))
     assert [(f["trace_id"], f["hit_curve"]) for f in facts] == [("r1", "[]"), ("r2", "[[1,1]]")]
 
 
 def test_write_rows_are_order_checked(tmp_path: Path) -> None:
-    rows = [request("r1", 1000, [1], 4), {"type": "write", "instance_id": "i1", "trace_id": "w", "timestamp_ns": 500,
-            "keys": [9]}]  # fmt: skip
+    rows = [
+        request("r1", 1000, [1], 4),
+        {"type": "write", "instance_id": "i1", "trace_id": "w", "timestamp_ns": 500, "keys": [9]},
+    ]
     with pytest.raises(ReplayError, match=r"not sorted by timestamp_ns at trace_id\[w\]"):
         replay(tmp_path, rows)
 
@@ -204,8 +224,11 @@ def test_ttl_groups_with_fanout_equal_separate_replays(tmp_path: Path) -> None:
 
 
 def test_extended_facts_add_blocks_and_cut_reason(tmp_path: Path) -> None:
-    rows = [request("r1", 10**9, [1, 2, 3], 13), request("r2", 2 * 10**9, [1, 2, 9], 14),
-            request("r3", 9 * 10**9, [1, 2], 9)]  # fmt: skip
+    rows = [
+        request("r1", 10**9, [1, 2, 3], 13),
+        request("r2", 2 * 10**9, [1, 2, 9], 14),
+        request("r3", 9 * 10**9, [1, 2], 9),
+    ]
     facts = replay(tmp_path, rows, groups=[group(ttl_seconds=5)], facts_format="extended")
     assert facts.read_text().splitlines() == [
         f"{FACTS_HEADER},complete_blocks,cut_reason",

@@ -37,8 +37,13 @@ def test_staged_equals_in_process_on_mooncake_with_fanout_and_ttl(data_dir: Path
     for sub in ("a", "b"):
         (tmp_path / sub).mkdir()
     lanes = [instance("b512", 512, group="g0"), instance("b1024", 1024, group="g0"), instance("t60", 512, group="g60")]
-    base = dict(groups=[group("g0"), group("g60", 60)], instances=lanes, block_size=512, fanout_all_instances=True,
-                facts_format="extended")  # fmt: skip
+    base = dict(
+        groups=[group("g0"), group("g60", 60)],
+        instances=lanes,
+        block_size=512,
+        fanout_all_instances=True,
+        facts_format="extended",
+    )
     trace = data_dir / "conversation_trace.jsonl"
     want = in_process(config(trace, tmp_path / "a", **base))
     assert staged(config(trace, tmp_path / "b", **base), tmp_path / "work", order=[2, 0, 1]) == want

@@ -26,9 +26,12 @@ CONFIG: dict[str, Any] = {
     "block_size": 512,
     "fanout_all_instances": True,
     "instance_groups": [{"name": "g"}, {"name": "t60", "ttl_seconds": 60}],
-    "instances": [instance("b512", 512, group="g", sizes=(1 << 20,)), instance("b1024", 1024, group="g", sizes=(1 << 21,)),
-                  instance("b512_ttl60", 512, group="t60", sizes=(1 << 20,))],
-}  # fmt: skip
+    "instances": [
+        instance("b512", 512, group="g", sizes=(1 << 20,)),
+        instance("b1024", 1024, group="g", sizes=(1 << 21,)),
+        instance("b512_ttl60", 512, group="t60", sizes=(1 << 20,)),
+    ],
+}
 
 
 def wait_job(api: Any, url: str, timeout: float = 120) -> dict[str, Any]:

@@ -31,8 +31,15 @@ TWO_LANES = {**CONFIG, "instances": CONFIG["instances"][:2], "instance_groups": 
 
 
 def long_trace(rows: int, width: int = 40) -> bytes:
-    return ("\n".join(json.dumps({"timestamp": i, "input_length": 512 * width + 3, "hash_ids": list(range(i * 5, i * 5 + width + 1))})
-                      for i in range(rows)) + "\n").encode()  # fmt: skip
+    return (
+        "\n".join(
+            json.dumps(
+                {"timestamp": i, "input_length": 512 * width + 3, "hash_ids": list(range(i * 5, i * 5 + width + 1))}
+            )
+            for i in range(rows)
+        )
+        + "\n"
+    ).encode()
 
 
 def local_facts(tmp_path: Path, data: bytes, config: dict[str, Any]) -> bytes:
@@ -53,8 +60,12 @@ def test_worker_killed_mid_lane(api: Any, service_settings: Settings, celery_wor
     data = long_trace(200_000)
     trace = upload(api, data, "kill.jsonl")
     job_id = api.post("/v1/replays", json={**TWO_LANES, "trace_id": trace["id"]}).json()["id"]
-    running = wait_for(lambda: next((r for r in lane_rows(service_settings, job_id) if r.state == "running"), None), 120,
-                       "a running lane", interval=0.005)  # fmt: skip
+    running = wait_for(
+        lambda: next((r for r in lane_rows(service_settings, job_id) if r.state == "running"), None),
+        120,
+        "a running lane",
+        interval=0.005,
+    )
     pid = int(running.worker.rsplit(":", 1)[1])
     assert pid in celery_workers.children()
     os.kill(pid, signal.SIGKILL)
@@ -140,10 +151,12 @@ def test_sweep_retries_stale_lanes_and_gives_up_after_max_attempts(service_setti
         job = Job(kind="replay", spec={}, state="running", stage="lanes", stats={}, progress={}, heartbeat_at=utcnow())
         session.add(job)
         session.flush()
-        session.add_all([
-            LaneRun(job_id=job.id, lane=0, instance_id="a", state="running", attempts=1, heartbeat_at=long_ago),
-            LaneRun(job_id=job.id, lane=1, instance_id="b", state="running", attempts=1, heartbeat_at=utcnow()),
-        ])  # fmt: skip
+        session.add_all(
+            [
+                LaneRun(job_id=job.id, lane=0, instance_id="a", state="running", attempts=1, heartbeat_at=long_ago),
+                LaneRun(job_id=job.id, lane=1, instance_id="b", state="running", attempts=1, heartbeat_at=utcnow()),
+            ]
+        )
         session.commit()
         actions = sweep(session, service_settings, lambda *a: sent.append(a))
         assert f"retried lane 0 of {job.id}" in actions and ("litehit.replay.lane", job.id, 0) in sent

@@ -23,16 +23,26 @@ EXAMPLE = {  # ORIGINAL_LITEHIT.md §2.5
         {"name": "g1", "capacity_gb": [1.0], "eviction_policy": "lru", "ttl_seconds": 0, "enable_prefix_hash": False}
     ],
     "instances": [
-        {"instance_group_name": "g1", "instance_id": "bs16", "block_size": 16, "linear_step": 0,
-         "location_spec_infos": [{"name": "tp0", "size": 8192}, {"name": "tp1", "size": 8192}],
-         "location_spec_groups": [{"name": "full", "spec_names": ["tp0", "tp1"]}],
-         "optimizer_state_info": {"full_location_spec_group_name": "full", "linear_location_spec_group_name": ""}},
-        {"instance_group_name": "g1", "instance_id": "bs64", "block_size": 64, "linear_step": 0,
-         "location_spec_infos": [{"name": "tp0", "size": 32768}],
-         "location_spec_groups": [{"name": "full", "spec_names": ["tp0"]}],
-         "optimizer_state_info": {"full_location_spec_group_name": "full"}},
+        {
+            "instance_group_name": "g1",
+            "instance_id": "bs16",
+            "block_size": 16,
+            "linear_step": 0,
+            "location_spec_infos": [{"name": "tp0", "size": 8192}, {"name": "tp1", "size": 8192}],
+            "location_spec_groups": [{"name": "full", "spec_names": ["tp0", "tp1"]}],
+            "optimizer_state_info": {"full_location_spec_group_name": "full", "linear_location_spec_group_name": ""},
+        },
+        {
+            "instance_group_name": "g1",
+            "instance_id": "bs64",
+            "block_size": 64,
+            "linear_step": 0,
+            "location_spec_infos": [{"name": "tp0", "size": 32768}],
+            "location_spec_groups": [{"name": "full", "spec_names": ["tp0"]}],
+            "optimizer_state_info": {"full_location_spec_group_name": "full"},
+        },
     ],
-}  # fmt: skip
+}
 
 
 def issues(data: Any) -> list[tuple[str, str]]:
@@ -113,44 +123,108 @@ def test_nested_paths_are_named() -> None:
         ({"output_result_path": ""}, "output_result_path", "lite_hit config: output_result_path must not be empty"),
         ({"instance_groups": []}, "instance_groups", "lite_hit config: instance_groups must not be empty"),
         ({"instances": []}, "instances", "lite_hit config: instances must not be empty"),
-        ({"fanout_all_instances": True, "override_instance_id": "i1"}, "fanout_all_instances",
-         "lite_hit config: fanout_all_instances and override_instance_id are mutually exclusive"),
+        (
+            {"fanout_all_instances": True, "override_instance_id": "i1"},
+            "fanout_all_instances",
+            "lite_hit config: fanout_all_instances and override_instance_id are mutually exclusive",
+        ),
         ({"block_size": 0}, "block_size", "lite_hit config: block_size (trace granularity) must be positive"),
-        ({"override_instance_id": "x"}, "override_instance_id",
-         "override_instance_id[x] has no matching configured instance"),
-        ({"instance_groups": [group(), group()]}, "instance_groups[1].name",
-         "CreateInstanceGroup[g1] failed: duplicate group name"),
-        ({"instance_groups": [group(eviction_policy="fifo")]}, "instance_groups[0].eviction_policy",
-         'eviction_policy must be "lru"'),
-        ({"instance_groups": [group(shared_group_quota=True)]}, "instance_groups[0].shared_group_quota",
-         "shared_group_quota is not supported"),
-        ({"instance_groups": [group(capacity_gb=[1.0, -2.0])]}, "instance_groups[0].capacity_gb[1]",
-         "capacity_gb must be finite and not negative"),
-        ({"instances": [instance("i1"), instance("i1")]}, "instances[1].instance_id", "duplicate instance_id[i1] in config"),
-        ({"instances": [{**instance("i1"), "linear_step": 2}]}, "instances[0].linear_step",
-         "instance[i1] has linear_step=2; the facts replay is Full-only"),
-        ({"instances": [instance("i1", 0)]}, "instances[0].block_size", "RegisterInstance[i1] failed: block_size must be positive"),
-        ({"instances": [instance("i1", 6)]}, "instances[0].block_size",
-         "instance[i1] block_size=6 is not a multiple of the trace block_size=4 (re-blocking is coarsening only)"),
-        ({"instances": [instance("")]}, "instances[0].instance_id", "RegisterInstance[] failed: instance_id must not be empty"),
-        ({"instances": [instance("i1", group="nope")]}, "instances[0].instance_group_name",
-         "RegisterInstance[i1] failed: no instance group of that name"),
-        ({"instances": [{**instance("i1"), "location_spec_infos": []}]}, "instances[0].location_spec_infos",
-         "RegisterInstance[i1] failed: location_spec_infos must not be empty"),
-        ({"instances": [instance("i1", sizes=(8192, 0))]}, "instances[0].location_spec_infos[1].size",
-         "RegisterInstance[i1] failed: spec size must be positive"),
-        ({"instances": [{**instance("i1"), "optimizer_state_info": {}}]},
-         "instances[0].optimizer_state_info.full_location_spec_group_name",
-         "RegisterInstance[i1] failed: the full spec group is required"),
-        ({"instances": [{**instance("i1"), "location_spec_groups": [{"name": "full", "spec_names": ["tp0", "tp9"]}]}]},
-         "instances[0].optimizer_state_info.full_location_spec_group_name",
-         "RegisterInstance[i1] failed: spec 'tp9' is not defined"),
-        ({"instances": [{**instance("i1"), "optimizer_state_info": {"full_location_spec_group_name": "full",
-                                                                    "linear_location_spec_group_name": "full"}}]},
-         "instances[0].optimizer_state_info.linear_location_spec_group_name",
-         "RegisterInstance[i1] failed: must differ from the full group"),
+        (
+            {"override_instance_id": "x"},
+            "override_instance_id",
+            "override_instance_id[x] has no matching configured instance",
+        ),
+        (
+            {"instance_groups": [group(), group()]},
+            "instance_groups[1].name",
+            "CreateInstanceGroup[g1] failed: duplicate group name",
+        ),
+        (
+            {"instance_groups": [group(eviction_policy="fifo")]},
+            "instance_groups[0].eviction_policy",
+            'eviction_policy must be "lru"',
+        ),
+        (
+            {"instance_groups": [group(shared_group_quota=True)]},
+            "instance_groups[0].shared_group_quota",
+            "shared_group_quota is not supported",
+        ),
+        (
+            {"instance_groups": [group(capacity_gb=[1.0, -2.0])]},
+            "instance_groups[0].capacity_gb[1]",
+            "capacity_gb must be finite and not negative",
+        ),
+        (
+            {"instances": [instance("i1"), instance("i1")]},
+            "instances[1].instance_id",
+            "duplicate instance_id[i1] in config",
+        ),
+        (
+            {"instances": [{**instance("i1"), "linear_step": 2}]},
+            "instances[0].linear_step",
+            "instance[i1] has linear_step=2; the facts replay is Full-only",
+        ),
+        (
+            {"instances": [instance("i1", 0)]},
+            "instances[0].block_size",
+            "RegisterInstance[i1] failed: block_size must be positive",
+        ),
+        (
+            {"instances": [instance("i1", 6)]},
+            "instances[0].block_size",
+            "instance[i1] block_size=6 is not a multiple of the trace block_size=4 (re-blocking is coarsening only)",
+        ),
+        (
+            {"instances": [instance("")]},
+            "instances[0].instance_id",
+            "RegisterInstance[] failed: instance_id must not be empty",
+        ),
+        (
+            {"instances": [instance("i1", group="nope")]},
+            "instances[0].instance_group_name",
+            "RegisterInstance[i1] failed: no instance group of that name",
+        ),
+        (
+            {"instances": [{**instance("i1"), "location_spec_infos": []}]},
+            "instances[0].location_spec_infos",
+            "RegisterInstance[i1] failed: location_spec_infos must not be empty",
+        ),
+        (
+            {"instances": [instance("i1", sizes=(8192, 0))]},
+            "instances[0].location_spec_infos[1].size",
+            "RegisterInstance[i1] failed: spec size must be positive",
+        ),
+        (
+            {"instances": [{**instance("i1"), "optimizer_state_info": {}}]},
+            "instances[0].optimizer_state_info.full_location_spec_group_name",
+            "RegisterInstance[i1] failed: the full spec group is required",
+        ),
+        (
+            {
+                "instances": [
+                    {**instance("i1"), "location_spec_groups": [{"name": "full", "spec_names": ["tp0", "tp9"]}]}
+                ]
+            },
+            "instances[0].optimizer_state_info.full_location_spec_group_name",
+            "RegisterInstance[i1] failed: spec 'tp9' is not defined",
+        ),
+        (
+            {
+                "instances": [
+                    {
+                        **instance("i1"),
+                        "optimizer_state_info": {
+                            "full_location_spec_group_name": "full",
+                            "linear_location_spec_group_name": "full",
+                        },
+                    }
+                ]
+            },
+            "instances[0].optimizer_state_info.linear_location_spec_group_name",
+            "RegisterInstance[i1] failed: must differ from the full group",
+        ),
     ],
-)  # fmt: skip
+)
 def test_semantic_rejections_follow_the_original(change: dict[str, Any], path: str, message: str) -> None:
     assert (path, message) in issues({**base(), **change})
 

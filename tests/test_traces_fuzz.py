@@ -53,24 +53,50 @@ def base_row(fmt: str, n: int) -> dict[str, Any]:
     if fmt == "standard":
         if is_write(fmt, n):
             return {"type": "write", "instance_id": "i1", "trace_id": f"t{n}", "timestamp_ns": 1000 * n, "keys": [n]}
-        return {"type": "get", "instance_id": "i1", "trace_id": f"t{n}", "timestamp_ns": 1000 * n,
-                "keys": [n, n + 1], "input_len": 40, "tokens": [], "query_type": "prefix_match"}  # fmt: skip
+        return {
+            "type": "get",
+            "instance_id": "i1",
+            "trace_id": f"t{n}",
+            "timestamp_ns": 1000 * n,
+            "keys": [n, n + 1],
+            "input_len": 40,
+            "tokens": [],
+            "query_type": "prefix_match",
+        }
     if fmt == "mooncake":
         return {"timestamp": 10 * n, "input_length": 40, "output_length": 7, "hash_ids": [n, n + 1, n + 2]}
     if fmt == "qwen_bailian":
-        return {"chat_id": n, "parent_chat_id": -1, "timestamp": n + 0.25, "input_length": 40,
-                "output_length": 3, "type": "text", "turn": 1, "hash_ids": [n, n + 1, n + 2]}  # fmt: skip
+        return {
+            "chat_id": n,
+            "parent_chat_id": -1,
+            "timestamp": n + 0.25,
+            "input_length": 40,
+            "output_length": 3,
+            "type": "text",
+            "turn": 1,
+            "hash_ids": [n, n + 1, n + 2],
+        }
     kind = "StartWriteCache" if is_write(fmt, n) else "GetCacheLocation"
-    return {"id": f"r{n}", "source": "i1", "component": "cache_manager", "type": kind,
-            "trigger_time_us": 10 * n, "keys": [n, n + 1]}  # fmt: skip
+    return {
+        "id": f"r{n}",
+        "source": "i1",
+        "component": "cache_manager",
+        "type": kind,
+        "trigger_time_us": 10 * n,
+        "keys": [n, n + 1],
+    }
 
 
 def trace_id(fmt: str, n: int, line: int) -> str:
     return {"standard": f"t{n}", "mooncake": str(line), "qwen_bailian": str(n), "publisher_log": f"r{n}"}[fmt]
 
 
-TIMESTAMP_FIELD = {"standard": "timestamp_ns", "mooncake": "timestamp", "qwen_bailian": "timestamp",
-                   "publisher_log": "trigger_time_us"}  # fmt: skip
+TIMESTAMP_FIELD = {
+    "standard": "timestamp_ns",
+    "mooncake": "timestamp",
+    "qwen_bailian": "timestamp",
+    "publisher_log": "trigger_time_us",
+}
 
 # Values that make a field of a row invalid for the scanner, whatever else the row holds.
 BAD_VALUES: dict[str, dict[str, list[Any]]] = {

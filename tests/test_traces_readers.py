@@ -152,13 +152,32 @@ def zstd_bytes(data: bytes) -> bytes:
 
 
 SAMPLE_STANDARD = jl(
-    {"type": "request", "instance_id": "i1", "trace_id": "r1", "timestamp_ns": 1000, "keys": [1, 2, 3],
-     "input_len": 50, "query_type": "prefix_match", "block_mask": []},
-    {"type": "get", "instance_id": "i1", "trace_id": "", "timestamp_ns": 2000, "tokens": [], "keys": [1, 2, 9],
-     "input_len": 48, "query_type": "prefix_match", "block_mask": [], "sw_size": 0, "location_spec_names": []},
+    {
+        "type": "request",
+        "instance_id": "i1",
+        "trace_id": "r1",
+        "timestamp_ns": 1000,
+        "keys": [1, 2, 3],
+        "input_len": 50,
+        "query_type": "prefix_match",
+        "block_mask": [],
+    },
+    {
+        "type": "get",
+        "instance_id": "i1",
+        "trace_id": "",
+        "timestamp_ns": 2000,
+        "tokens": [],
+        "keys": [1, 2, 9],
+        "input_len": 48,
+        "query_type": "prefix_match",
+        "block_mask": [],
+        "sw_size": 0,
+        "location_spec_names": [],
+    },
     {"type": "write", "instance_id": "i1", "trace_id": "w1", "timestamp_ns": 2001, "keys": [1, 2, 9], "ttl_us": 0},
     {"type": "get", "instance_id": "i1", "trace_id": "g3", "timestamp_ns": 2001, "keys": [1, 2, 3], "input_len": 63},
-)  # fmt: skip
+)
 SAMPLE_STANDARD_FACTS = (
     HEADER + "\n"
     'r1,i1,1000,50,16,8192,"[]"\n'
@@ -475,12 +494,17 @@ MOONCAKE_ERRORS: list[tuple[dict[str, Any], str]] = [
     ({"timestamp": 7, "input_length": -1, "hash_ids": []}, "input_length must not be negative, got -1"),
     ({"timestamp": 7, "input_length": 40.0, "hash_ids": [1, 2]}, f"missing integer field: input_length {NON_INTEGER}"),
     ({"timestamp": 7, "input_length": 40, "hash_ids": [1, "a"]}, "hash_ids[1] is a string, expected a 64-bit integer"),
-    ({"timestamp": 7, "input_length": 40, "hash_ids": [1, 2.5]}, "hash_ids[1] is a non-integer number, expected a 64-bit integer"),
+    (
+        {"timestamp": 7, "input_length": 40, "hash_ids": [1, 2.5]},
+        "hash_ids[1] is a non-integer number, expected a 64-bit integer",
+    ),
     ({"timestamp": -1, "input_length": 40, "hash_ids": [1, 2]}, "timestamp must not be negative, got -1"),
-    ({"timestamp": 9223372036855, "input_length": 40, "hash_ids": [1, 2]}, "timestamp 9223372036855 ms overflows int64 "
-     "nanoseconds"),
+    (
+        {"timestamp": 9223372036855, "input_length": 40, "hash_ids": [1, 2]},
+        "timestamp 9223372036855 ms overflows int64 nanoseconds",
+    ),
     ({"timestamp": 10**30, "input_length": 40, "hash_ids": [1, 2]}, "integer field out of range: timestamp"),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(("row", "message"), MOONCAKE_ERRORS)
@@ -684,13 +708,16 @@ def test_publisher_unknown_event_with_keys_fails_naming_its_line(tmp_path: Path,
 PUBLISHER_ERRORS: list[tuple[dict[str, Any], str]] = [
     ({"source": "i1", "trigger_time_us": 5, "keys": [1]}, "missing string field: type"),
     (pub("GetCacheLocation", 200, [1], "x", source=""), "missing non-empty string field: source"),
-    ({**pub("GetCacheLocation", 200, [1], "x"), "trigger_time_us": 1.5}, f"missing integer field: trigger_time_us {NON_INTEGER}"),
+    (
+        {**pub("GetCacheLocation", 200, [1], "x"), "trigger_time_us": 1.5},
+        f"missing integer field: trigger_time_us {NON_INTEGER}",
+    ),
     (pub("GetCacheLocation", 0, [1], "x"), "trigger_time_us must be positive, got 0"),
     (pub("StartWriteCache", 9223372036854776, [1], "x"), "trigger_time_us overflows int64 nanoseconds"),
     (pub("GetCacheLocation", 200, None, "x"), "missing array field: keys"),
     (pub("GetCacheLocation", 200, [1, "k"], "x"), "keys[1] is a string, expected a 64-bit integer"),
     ({**pub("GetCacheLocation", 200, [1], "x"), "id": 5}, "id must be a string"),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(("row", "message"), PUBLISHER_ERRORS)
@@ -1014,11 +1041,14 @@ def test_example_log_with_tiny_chunks_gives_identical_facts(tmp_path: Path, data
     [
         ({"type": "nope", "instance_id": "i1"}, "failed to load/replay trace: {path}:{line}: unknown trace type: nope"),
         (get(1, [1], 16, trace_id="late"), "trace is not sorted by timestamp_ns at trace_id[late] ({path}:{line})"),
-        (get(10**9, [1], 32, trace_id="short"), "invalid request trace_id[short]: NormalizeRequest block_keys must "
-         "contain exactly floor(input_token_len / trace_block_size) blocks ({path}:{line})"),
+        (
+            get(10**9, [1], 32, trace_id="short"),
+            "invalid request trace_id[short]: NormalizeRequest block_keys must "
+            "contain exactly floor(input_token_len / trace_block_size) blocks ({path}:{line})",
+        ),
         (get(10**9, [1], 16, instance_id="i9", trace_id="u"), "unknown instance[i9] at trace_id[u] ({path}:{line})"),
     ],
-)  # fmt: skip
+)
 def test_replay_with_tiny_chunks_reports_the_same_error_line(
     tmp_path: Path, bad: dict[str, Any], expected: str
 ) -> None:

@@ -22,8 +22,11 @@ def _owners(request: Request) -> list[str]:
     settings: Settings = request.app.state.settings
     urls = settings.online_owner_urls
     if not urls:
-        raise ApiError(503, "online_not_configured",
-                       "online mode is not configured: start an owner (uvicorn api.online:app) and set LITEHIT_ONLINE_URLS")  # fmt: skip
+        raise ApiError(
+            503,
+            "online_not_configured",
+            "online mode is not configured: start an owner (uvicorn api.online:app) and set LITEHIT_ONLINE_URLS",
+        )
     if len(urls) != settings.online_shards:
         raise ApiError(
             503,
@@ -37,8 +40,13 @@ async def _forward(request: Request, base: str, path: str, body: bytes | None = 
     client: httpx.AsyncClient = request.app.state.online_client
     headers = {k: v for k, v in request.headers.items() if k.lower() in FORWARDED}
     try:
-        answer = await client.request(request.method, f"{base}{path}", params=request.query_params,
-                                      content=await request.body() if body is None else body, headers=headers)  # fmt: skip
+        answer = await client.request(
+            request.method,
+            f"{base}{path}",
+            params=request.query_params,
+            content=await request.body() if body is None else body,
+            headers=headers,
+        )
     except httpx.HTTPError as exc:
         raise ApiError(502, "owner_unreachable", f"the online owner at {base} did not answer: {exc}") from None
     return Response(answer.content, status_code=answer.status_code, media_type=answer.headers.get("content-type"))
@@ -67,8 +75,12 @@ async def create_instance(request: Request) -> Response:
     except (ValueError, AttributeError):
         raise ApiError(422, "validation_error", "the body must be a JSON object with instance_id") from None
     if not isinstance(instance_id, str):
-        raise ApiError(422, "validation_error", "instance_id must be a string",
-                       details=[{"loc": ["body", "instance_id"], "msg": "must be a string", "input": instance_id}])  # fmt: skip
+        raise ApiError(
+            422,
+            "validation_error",
+            "instance_id must be a string",
+            details=[{"loc": ["body", "instance_id"], "msg": "must be a string", "input": instance_id}],
+        )
     return await _forward(request, _owner_of(request, instance_id), "/v1/online/instances", body)
 
 

@@ -25,9 +25,15 @@ def query_view(job: dict[str, Any], summaries: list[dict[str, Any]]) -> dict[str
     for row in summaries:
         entry = total if row["is_total"] else instances.get(row["instance_id"])
         if entry is None:
-            entry = {"instance_id": None if row["is_total"] else row["instance_id"], "requests": row["requests"],
-                     "total_input_tokens": row["total_input_tokens"], "capacity_gb": [], "total_hit_blocks": [],
-                     "total_hit_tokens": [], "hit_rates": []}  # fmt: skip
+            entry = {
+                "instance_id": None if row["is_total"] else row["instance_id"],
+                "requests": row["requests"],
+                "total_input_tokens": row["total_input_tokens"],
+                "capacity_gb": [],
+                "total_hit_blocks": [],
+                "total_hit_tokens": [],
+                "hit_rates": [],
+            }
             if row["is_total"]:
                 total = entry
             else:
@@ -64,9 +70,15 @@ def create_query(
     idempotency_key: Annotated[str | None, Header(max_length=255)] = None,
 ) -> dict[str, Any]:
     try:
-        job, created = create_query_job(session, storage, capacity_gb=body.capacity_gb, replay_id=body.replay_id,
-                                        facts_path=body.facts_path, targets=body.targets,
-                                        idempotency_key=idempotency_key)  # fmt: skip
+        job, created = create_query_job(
+            session,
+            storage,
+            capacity_gb=body.capacity_gb,
+            replay_id=body.replay_id,
+            facts_path=body.facts_path,
+            targets=body.targets,
+            idempotency_key=idempotency_key,
+        )
     except IdempotencyConflict as exc:
         raise ApiError(409, "conflict", str(exc)) from None
     accepted(session, enqueue, response, job, created, QUERY_TASK, f"/v1/queries/{job.id}")
@@ -98,19 +110,31 @@ def _file(session: SessionDep, storage: StorageDep, job_id: str, name: str, medi
     return FileResponse(storage.absolute(job.output_path) / name, media_type=media)
 
 
-@router.get("/{job_id}/requests", response_class=FileResponse, responses={200: {"content": {"application/x-ndjson": {}}}},
-            summary="Per-request JSONL (the original facts query output), streamed")  # fmt: skip
+@router.get(
+    "/{job_id}/requests",
+    response_class=FileResponse,
+    responses={200: {"content": {"application/x-ndjson": {}}}},
+    summary="Per-request JSONL (the original facts query output), streamed",
+)
 def get_requests(job_id: str, session: SessionDep, storage: StorageDep) -> FileResponse:
     return _file(session, storage, job_id, REQUESTS_FILE, "application/x-ndjson")
 
 
-@router.get("/{job_id}/curve", response_class=FileResponse, responses={200: {"content": {"application/json": {}}}},
-            summary="The exact hit-rate curve of every instance")  # fmt: skip
+@router.get(
+    "/{job_id}/curve",
+    response_class=FileResponse,
+    responses={200: {"content": {"application/json": {}}}},
+    summary="The exact hit-rate curve of every instance",
+)
 def get_curve(job_id: str, session: SessionDep, storage: StorageDep) -> FileResponse:
     return _file(session, storage, job_id, CURVE_FILE, "application/json")
 
 
-@router.get("/{job_id}/plot.png", response_class=FileResponse, responses={200: {"content": {"image/png": {}}}},
-            summary="Hit rate vs capacity (PNG)")  # fmt: skip
+@router.get(
+    "/{job_id}/plot.png",
+    response_class=FileResponse,
+    responses={200: {"content": {"image/png": {}}}},
+    summary="Hit rate vs capacity (PNG)",
+)
 def get_plot(job_id: str, session: SessionDep, storage: StorageDep) -> FileResponse:
     return _file(session, storage, job_id, PLOT_FILE, "image/png")

@@ -119,8 +119,12 @@ def get_facts(job_id: str, session: SessionDep, storage: StorageDep) -> FileResp
     )
 
 
-@router.delete("/{job_id}", response_model=ReplayPublic, responses={404: {"model": ErrorResponse}, 409: {"model": ErrorResponse}},
-               summary="Cancel a queued or running replay")  # fmt: skip
+@router.delete(
+    "/{job_id}",
+    response_model=ReplayPublic,
+    responses={404: {"model": ErrorResponse}, 409: {"model": ErrorResponse}},
+    summary="Cancel a queued or running replay",
+)
 def cancel_replay(job_id: str, session: SessionDep, storage: StorageDep) -> dict[str, Any]:
     job = job_or_404(session, job_id, "replay")
     if job.state in TERMINAL:

@@ -75,8 +75,15 @@ async def upload_trace(
         shutil.rmtree(directory, ignore_errors=True)
         raise
     compression = "gzip" if head.startswith(GZIP_MAGIC) else "zstd" if head.startswith(ZSTD_MAGIC) else "none"
-    trace = Trace(id=trace_id, name=final.name, path=storage.relative(final), size_bytes=size, sha256=digest.hexdigest(),
-                  compression=compression, trace_format=str(fmt))  # fmt: skip
+    trace = Trace(
+        id=trace_id,
+        name=final.name,
+        path=storage.relative(final),
+        size_bytes=size,
+        sha256=digest.hexdigest(),
+        compression=compression,
+        trace_format=str(fmt),
+    )
     session.add(trace)
     session.commit()
     return trace

@@ -97,8 +97,16 @@ def _curve(args: argparse.Namespace) -> int:
                     rates = c.hit_rates()
                     for i in range(len(c)):
                         cell: int | str = "" if c.capacity_blocks is None else c.capacity_blocks[i]
-                        w.writerow([c.instance_id, cell, c.capacity_bytes[i], repr(c.capacity_bytes[i] / GIB),
-                                    int(c.hit_tokens[i]), repr(float(rates[i]))])  # fmt: skip
+                        w.writerow(
+                            [
+                                c.instance_id,
+                                cell,
+                                c.capacity_bytes[i],
+                                repr(c.capacity_bytes[i] / GIB),
+                                int(c.hit_tokens[i]),
+                                repr(float(rates[i])),
+                            ]
+                        )
                 out.write(text.getvalue().encode())
             else:
                 out.write(json.dumps({"instances": [c.as_dict() for c in curves]}).encode())

@@ -45,9 +45,18 @@ def _run(args: argparse.Namespace) -> int:
     if not args.trace.exists():
         raise ConfigError([ConfigIssue("--trace", str(args.trace), "trace not found (pass --trace PATH)")])
     args.output.mkdir(parents=True, exist_ok=True)
-    ns = argparse.Namespace(source=str(args.trace), format="mooncake", block_size=512, block_sizes="512,1024",
-                            ttl_seconds="0,60", block_bytes=None, prefix_hash=None, output=str(args.output),
-                            workers=2, extended=True)  # fmt: skip
+    ns = argparse.Namespace(
+        source=str(args.trace),
+        format="mooncake",
+        block_size=512,
+        block_sizes="512,1024",
+        ttl_seconds="0,60",
+        block_bytes=None,
+        prefix_hash=None,
+        output=str(args.output),
+        workers=2,
+        extended=True,
+    )
     print(f"1. replay {args.trace} once -> capacity-independent facts")
     result = replay_with_progress(parse_replay_spec(shorthand_config(ns)))
     print_summary(result)

@@ -58,8 +58,12 @@ def add_parser(sub: Any) -> None:
         help="fixed TTL per lane group, comma separated; 0 = pure LRU (default 0)",
     )
     p.add_argument("--block-bytes", type=int, help="KV-cache bytes of one trace block (default: 2048 bytes per token)")
-    p.add_argument("--prefix-hash", action=argparse.BooleanOptionalAction, default=None,
-                   help="chain per-block hashes into prefix keys (default: on for qwen_bailian only)")  # fmt: skip
+    p.add_argument(
+        "--prefix-hash",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="chain per-block hashes into prefix keys (default: on for qwen_bailian only)",
+    )
     p.add_argument(
         "-o",
         "--output",

@@ -108,8 +108,16 @@ class JobRecorder:
         from litehit.db.summaries import record_summaries
 
         with session_scope(self.settings.db_url) as session:
-            job = Job(kind=self.kind, source="cli", spec=self.spec, stage="done", started_at=self._started,
-                      finished_at=utcnow(), stats={}, progress={})  # fmt: skip
+            job = Job(
+                kind=self.kind,
+                source="cli",
+                spec=self.spec,
+                stage="done",
+                started_at=self._started,
+                finished_at=utcnow(),
+                stats={},
+                progress={},
+            )
             session.add(job)
             session.flush()
             if exc is not None:
@@ -132,12 +140,28 @@ class JobRecorder:
     def _replay_done(session: Session, job: Any, result: ReplayResult, lane_model: Any) -> None:
         job.state = "succeeded"
         job.output_path = str(result.facts_path.resolve())
-        job.stats = {"trace_format": result.trace_format.value, "lines": result.lines, "reads": result.reads,
-                     "blocks": result.blocks, "facts_rows": result.facts_rows,
-                     "seconds": round(result.elapsed_s, 3)}  # fmt: skip
+        job.stats = {
+            "trace_format": result.trace_format.value,
+            "lines": result.lines,
+            "reads": result.reads,
+            "blocks": result.blocks,
+            "facts_rows": result.facts_rows,
+            "seconds": round(result.elapsed_s, 3),
+        }
         for i, lane in enumerate(result.lanes):
-            session.add(lane_model(job_id=job.id, lane=i, instance_id=lane.instance_id, state="succeeded",
-                                   requests=lane.requests, requests_total=lane.requests, blocks=lane.blocks,
-                                   blocks_total=lane.blocks, unique_blocks=lane.unique_blocks,
-                                   memory_bytes=lane.memory_bytes, expired_blocks=lane.expired_blocks,
-                                   finished_at=job.finished_at))  # fmt: skip
+            session.add(
+                lane_model(
+                    job_id=job.id,
+                    lane=i,
+                    instance_id=lane.instance_id,
+                    state="succeeded",
+                    requests=lane.requests,
+                    requests_total=lane.requests,
+                    blocks=lane.blocks,
+                    blocks_total=lane.blocks,
+                    unique_blocks=lane.unique_blocks,
+                    memory_bytes=lane.memory_bytes,
+                    expired_blocks=lane.expired_blocks,
+                    finished_at=job.finished_at,
+                )
+            )

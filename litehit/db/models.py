@@ -82,9 +82,10 @@ class Job(Base):
         back_populates="job", order_by="LaneRun.lane", cascade="all, delete-orphan"
     )
     summaries: Mapped[list[QuerySummary]] = relationship(
-        back_populates="job", order_by="(QuerySummary.is_total, QuerySummary.instance_id, QuerySummary.slot)",
+        back_populates="job",
+        order_by="(QuerySummary.is_total, QuerySummary.instance_id, QuerySummary.slot)",
         cascade="all, delete-orphan",
-    )  # fmt: skip
+    )
 
 
 class LaneRun(Base):

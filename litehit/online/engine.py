@@ -49,15 +49,25 @@ class Counters:
     max_hit_blocks: int = 0  # at infinite capacity (kept even when not shown)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"queries": self.queries, "input_tokens": self.input_tokens, "blocks": self.blocks,
-                "hit_blocks": list(self.hit_blocks), "max_hit_blocks": self.max_hit_blocks}  # fmt: skip
+        return {
+            "queries": self.queries,
+            "input_tokens": self.input_tokens,
+            "blocks": self.blocks,
+            "hit_blocks": list(self.hit_blocks),
+            "max_hit_blocks": self.max_hit_blocks,
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any] | None, slots: int) -> Counters:
         if not data or len(data.get("hit_blocks", [])) != slots:
             return cls(hit_blocks=[0] * slots)
-        return cls(int(data["queries"]), int(data["input_tokens"]), int(data["blocks"]),
-                   [int(v) for v in data["hit_blocks"]], int(data["max_hit_blocks"]))  # fmt: skip
+        return cls(
+            int(data["queries"]),
+            int(data["input_tokens"]),
+            int(data["blocks"]),
+            [int(v) for v in data["hit_blocks"]],
+            int(data["max_hit_blocks"]),
+        )
 
 
 @dataclass(frozen=True)
@@ -99,8 +109,9 @@ class OnlineInstance:
             keys[offsets[i] : offsets[i + 1]] = r.block_keys
         lens = np.fromiter((r.input_token_len or 0 for r in requests), dtype=np.int64, count=n)
         try:
-            batch = core_c.normalize_batch(keys, offsets, lens, self.info.block_size,
-                                           prefix_hash=bool(self.group.enable_prefix_hash))  # fmt: skip
+            batch = core_c.normalize_batch(
+                keys, offsets, lens, self.info.block_size, prefix_hash=bool(self.group.enable_prefix_hash)
+            )
         except core_c.CoreError as exc:
             raise RequestRejected(exc.index or 0, exc.message) from None
         now = clock()
@@ -122,8 +133,9 @@ class OnlineInstance:
         c.max_hit_blocks += int(sums[-1])
         self.dirty = True
 
-    def _results(self, lens: npt.NDArray[np.int64], blocks: npt.NDArray[np.int64],
-                 hits: npt.NDArray[np.int64]) -> list[dict[str, Any]]:  # fmt: skip
+    def _results(
+        self, lens: npt.NDArray[np.int64], blocks: npt.NDArray[np.int64], hits: npt.NDArray[np.int64]
+    ) -> list[dict[str, Any]]:
         bs = self.info.block_size
         with np.errstate(divide="ignore", invalid="ignore"):
             rates = np.where(lens[:, None] > 0, hits * bs / np.maximum(lens, 1)[:, None], 0.0)
@@ -131,14 +143,16 @@ class OnlineInstance:
         out = []
         for i, (length, n_blocks) in enumerate(zip(lens.tolist(), blocks.tolist(), strict=True)):
             row_hits, row_rates = hits[i].tolist(), rates[i].tolist()
-            out.append({
-                "input_token_len": length,
-                "blocks": n_blocks,
-                "hit_blocks": row_hits[:-1],
-                "hit_rates": row_rates[:-1],
-                "max_hit_blocks": row_hits[-1] if show_max else -1,
-                "max_hit_rate": row_rates[-1] if show_max else -1.0,
-            })  # fmt: skip
+            out.append(
+                {
+                    "input_token_len": length,
+                    "blocks": n_blocks,
+                    "hit_blocks": row_hits[:-1],
+                    "hit_rates": row_rates[:-1],
+                    "max_hit_blocks": row_hits[-1] if show_max else -1,
+                    "max_hit_rate": row_rates[-1] if show_max else -1.0,
+                }
+            )
         return out
 
     def summary(self) -> dict[str, Any]:

@@ -26,11 +26,13 @@ def claim_shard(session: Session, shard: int, owner: str, lease_s: float) -> boo
     now = utcnow()
     result = session.execute(
         update(OnlineShard)
-        .where(OnlineShard.shard == shard,
-               or_(OnlineShard.owner == owner, OnlineShard.heartbeat_at < now - timedelta(seconds=lease_s)))
+        .where(
+            OnlineShard.shard == shard,
+            or_(OnlineShard.owner == owner, OnlineShard.heartbeat_at < now - timedelta(seconds=lease_s)),
+        )
         .values(owner=owner, heartbeat_at=now)
         .execution_options(synchronize_session=False)
-    )  # fmt: skip
+    )
     if result.rowcount == 1:  # type: ignore[attr-defined]
         session.commit()
         return True

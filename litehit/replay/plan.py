@@ -205,9 +205,14 @@ def plan_chunk(plan: ReplayPlan, parsed: ParsedChunk, prev_timestamp: int | None
     for lane, rows in zip(plan.lanes, lane_rows, strict=True):
         try:
             batch = core_c.normalize_batch(
-                r.keys, r.key_offsets, r.input_len, lane.block_size, rows=rows,
-                trace_block_size=plan.trace_block_size, prefix_hash=lane.prefix_hash,
-            )  # fmt: skip
+                r.keys,
+                r.key_offsets,
+                r.input_len,
+                lane.block_size,
+                rows=rows,
+                trace_block_size=plan.trace_block_size,
+                prefix_hash=lane.prefix_hash,
+            )
         except core_c.CoreError as exc:
             row = int(rows[exc.index or 0])
             errors.append((int(r.line[row]), f"invalid request trace_id[{_trace_id(parsed, row)}]: {exc.message}"))

@@ -130,8 +130,15 @@ def parse_stage(
                 if should_stop is not None and should_stop():
                     raise ReplayCancelled("replay cancelled; no facts published")
                 chunk = plan_chunk(plan, parsed, prev_ts)
-                _write_arrays(files[0], np.frombuffer(chunk.ids, dtype=np.uint8), chunk.id_offsets, chunk.timestamps,
-                              chunk.out_src, chunk.out_lane, chunk.out_pos)  # fmt: skip
+                _write_arrays(
+                    files[0],
+                    np.frombuffer(chunk.ids, dtype=np.uint8),
+                    chunk.id_offsets,
+                    chunk.timestamps,
+                    chunk.out_src,
+                    chunk.out_lane,
+                    chunk.out_pos,
+                )
                 for i, work in enumerate(chunk.lanes):
                     _write_arrays(files[1 + i], work.keys, work.offsets, work.input_lens, work.timestamps)
                     lane_requests[i] += work.requests
@@ -154,8 +161,9 @@ def parse_stage(
                 raise ReplayError("trace contains no valid Request/Get events", path=path)
     except TraceError as exc:
         raise ReplayError(f"failed to load/replay trace: {exc}", path=path, line=exc.line) from None
-    manifest = ParseManifest(fmt.value, chunks, lines, rows, reads, blocks, lane_requests, lane_blocks,
-                             time.perf_counter() - start)  # fmt: skip
+    manifest = ParseManifest(
+        fmt.value, chunks, lines, rows, reads, blocks, lane_requests, lane_blocks, time.perf_counter() - start
+    )
     tmp = workdir / (MANIFEST + ".tmp")
     tmp.write_text(json.dumps(asdict(manifest)))
     os.replace(tmp, workdir / MANIFEST)
@@ -196,8 +204,14 @@ def lane_stage(
                 if on_progress is not None:
                     on_progress(runner.requests, runner.blocks)
         stats = runner.core.stats()
-        return LaneStats(plan.lanes[lane].instance_id, runner.requests, runner.blocks, stats.unique_blocks,
-                         stats.memory_bytes, stats.expired_blocks)  # fmt: skip
+        return LaneStats(
+            plan.lanes[lane].instance_id,
+            runner.requests,
+            runner.blocks,
+            stats.unique_blocks,
+            stats.memory_bytes,
+            stats.expired_blocks,
+        )
     except (OSError, ValueError) as exc:
         raise ReplayError(f"lane {plan.lanes[lane].instance_id}: stage files unreadable: {exc}") from None
     finally:
@@ -223,8 +237,9 @@ def merge_stage(spec: ReplaySpec, workdir: Path, *, lanes: list[LaneStats] | Non
                 ids, id_offsets, timestamps, out_src, out_lane, out_pos = _read_arrays(rows_f, 6)
                 works = tuple(LaneWork(*_read_arrays(f, 4)) for f in ins)
                 facts = [LaneFacts(*_read_arrays(f, 3)) for f in outs]
-                chunk = ChunkPlan(index, ids.tobytes(), id_offsets, timestamps, out_src, out_lane, out_pos, works,
-                                  0, 0, 0, None, 0, 0)  # fmt: skip
+                chunk = ChunkPlan(
+                    index, ids.tobytes(), id_offsets, timestamps, out_src, out_lane, out_pos, works, 0, 0, 0, None, 0, 0
+                )
                 publisher.write(render_chunk(plan, chunk, facts))
                 facts_rows += len(out_src)
             publisher.commit()

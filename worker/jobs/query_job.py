@@ -63,8 +63,7 @@ def run_query(session: Session, settings: Settings, job_id: str) -> str:
     record_summaries(session, job_id, result)
     job = session.get(Job, job_id)
     assert job is not None
-    job.stats = {"rows": result.rows, "instances": len(result.instances),
-                 "targets": _targets(curves)}  # fmt: skip
+    job.stats = {"rows": result.rows, "instances": len(result.instances), "targets": _targets(curves)}
     job.output_path = storage.relative(out)
     job.state, job.stage, job.finished_at = "succeeded", "done", utcnow()
     session.commit()

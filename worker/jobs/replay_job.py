@@ -78,9 +78,18 @@ def run_parse(session: Session, settings: Settings, job_id: str, enqueue: Enqueu
 
     def progress(p: Progress) -> None:
         if throttle.due():
-            heartbeat_job(session, job_id, progress={"stage": "parse", "lines": p.lines, "reads": p.reads,
-                                                     "blocks": p.blocks, "bytes_read": p.bytes_read,
-                                                     "bytes_total": p.bytes_total})  # fmt: skip
+            heartbeat_job(
+                session,
+                job_id,
+                progress={
+                    "stage": "parse",
+                    "lines": p.lines,
+                    "reads": p.reads,
+                    "blocks": p.blocks,
+                    "bytes_read": p.bytes_read,
+                    "bytes_total": p.bytes_total,
+                },
+            )
 
     stop_throttle = _Throttle(settings.heartbeat_s)
 
@@ -99,15 +108,29 @@ def run_parse(session: Session, settings: Settings, job_id: str, enqueue: Enqueu
         return "failed"
     session.execute(delete(LaneRun).where(LaneRun.job_id == job_id))
     for i, inst in enumerate(spec.instances):
-        session.add(LaneRun(job_id=job_id, lane=i, instance_id=inst.instance_id, state="queued",
-                            requests_total=manifest.lane_requests[i], blocks_total=manifest.lane_blocks[i]))  # fmt: skip
+        session.add(
+            LaneRun(
+                job_id=job_id,
+                lane=i,
+                instance_id=inst.instance_id,
+                state="queued",
+                requests_total=manifest.lane_requests[i],
+                blocks_total=manifest.lane_blocks[i],
+            )
+        )
     job = session.get(Job, job_id)
     assert job is not None
     job.stage = "lanes"
     job.heartbeat_at = utcnow()
     job.progress = {"stage": "lanes", "lines": manifest.lines, "reads": manifest.reads, "blocks": manifest.blocks}
-    job.stats = {"trace_format": manifest.trace_format, "lines": manifest.lines, "rows": manifest.rows,
-                 "reads": manifest.reads, "blocks": manifest.blocks, "parse_seconds": round(manifest.parse_s, 3)}  # fmt: skip
+    job.stats = {
+        "trace_format": manifest.trace_format,
+        "lines": manifest.lines,
+        "rows": manifest.rows,
+        "reads": manifest.reads,
+        "blocks": manifest.blocks,
+        "parse_seconds": round(manifest.parse_s, 3),
+    }
     session.commit()
     for i in range(len(spec.instances)):
         enqueue(LANE_TASK, job_id, i)
@@ -137,8 +160,9 @@ def run_lane(session: Session, settings: Settings, job_id: str, lane: int, enque
         return stop_throttle.due() and job_should_stop(session, job_id)
 
     try:
-        stats = lane_stage(runtime_spec(job, storage), storage.work_dir(job_id), lane, on_progress=progress,
-                           should_stop=should_stop)  # fmt: skip
+        stats = lane_stage(
+            runtime_spec(job, storage), storage.work_dir(job_id), lane, on_progress=progress, should_stop=should_stop
+        )
     except TRANSIENT:
         raise
     except Exception as exc:
@@ -151,9 +175,17 @@ def run_lane(session: Session, settings: Settings, job_id: str, lane: int, enque
             if fail_job(session, job_id, f"lane {name}: {detail}"):
                 storage.remove_work(job_id)
         return "failed"
-    finish_lane(session, job_id, lane, "succeeded", requests=stats.requests, blocks=stats.blocks,
-                unique_blocks=stats.unique_blocks, memory_bytes=stats.memory_bytes,
-                expired_blocks=stats.expired_blocks)  # fmt: skip
+    finish_lane(
+        session,
+        job_id,
+        lane,
+        "succeeded",
+        requests=stats.requests,
+        blocks=stats.blocks,
+        unique_blocks=stats.unique_blocks,
+        memory_bytes=stats.memory_bytes,
+        expired_blocks=stats.expired_blocks,
+    )
     if try_start_merge(session, job_id):
         enqueue(MERGE_TASK, job_id)
     return "succeeded"
@@ -179,14 +211,24 @@ def run_merge(session: Session, settings: Settings, job_id: str) -> str:
     job = session.get(Job, job_id)
     assert job is not None
     lanes = [
-        {"instance_id": r.instance_id, "requests": r.requests, "blocks": r.blocks, "unique_blocks": r.unique_blocks,
-         "memory_bytes": r.memory_bytes, "expired_blocks": r.expired_blocks}
+        {
+            "instance_id": r.instance_id,
+            "requests": r.requests,
+            "blocks": r.blocks,
+            "unique_blocks": r.unique_blocks,
+            "memory_bytes": r.memory_bytes,
+            "expired_blocks": r.expired_blocks,
+        }
         for r in job.lanes
-    ]  # fmt: skip
-    job.stats = {**job.stats, "facts_rows": result.facts_rows, "lanes": lanes,
-                 "engine_memory_bytes": sum(r["memory_bytes"] or 0 for r in lanes),
-                 "unique_blocks": sum(r["unique_blocks"] or 0 for r in lanes),
-                 "trace_format": manifest.trace_format}  # fmt: skip
+    ]
+    job.stats = {
+        **job.stats,
+        "facts_rows": result.facts_rows,
+        "lanes": lanes,
+        "engine_memory_bytes": sum(r["memory_bytes"] or 0 for r in lanes),
+        "unique_blocks": sum(r["unique_blocks"] or 0 for r in lanes),
+        "trace_format": manifest.trace_format,
+    }
     job.output_path = storage.relative(Path(spec.output_result_path) / FACTS_FILE)
     job.state, job.stage, job.finished_at = "succeeded", "done", utcnow()
     job.progress = {**job.progress, "stage": "done"}

@@ -91,8 +91,9 @@ def claim_lane(session: Session, job_id: str, lane: int, stale_after_s: float, m
     "exhausted" (too many attempts) or "stopped" (the job is over or cancelled). Commits."""
     now = utcnow()
     stale = now - timedelta(seconds=stale_after_s)
-    job_running = exists().where(Job.id == job_id, Job.state == "running", Job.stage == "lanes",
-                                 Job.cancel_requested.is_(False))  # fmt: skip
+    job_running = exists().where(
+        Job.id == job_id, Job.state == "running", Job.stage == "lanes", Job.cancel_requested.is_(False)
+    )
     result = session.execute(
         update(LaneRun)
         .where(

@@ -114,8 +114,16 @@ def create_replay_job(
         if fmt is None:
             raise ConfigError([ConfigIssue("trace_file_path", config["trace_file_path"], "the trace has no rows")])
         config["trace_format"] = str(fmt)
-    job = Job(kind="replay", spec=config, idempotency_key=idempotency_key or None, request_hash=digest,
-              trace_id=trace.id if trace else None, source=source, stats={}, progress={})  # fmt: skip
+    job = Job(
+        kind="replay",
+        spec=config,
+        idempotency_key=idempotency_key or None,
+        request_hash=digest,
+        trace_id=trace.id if trace else None,
+        source=source,
+        stats={},
+        progress={},
+    )
     session.add(job)
     try:
         session.commit()
@@ -166,10 +174,21 @@ def create_query_job(
             relative = storage.relative(storage.user_path(facts_path or ""))
         except StorageError as exc:
             raise ConfigError([ConfigIssue("facts_path", facts_path, str(exc))]) from None
-    spec = {"capacity_gb": [s.capacity_gb for s in slots], "targets": targets or list(DEFAULT_TARGETS),
-            "facts_path": relative}  # fmt: skip
-    job = Job(kind="query", spec=spec, parent_id=parent.id if parent else None, idempotency_key=idempotency_key or None,
-              request_hash=digest, source=source, stats={}, progress={})  # fmt: skip
+    spec = {
+        "capacity_gb": [s.capacity_gb for s in slots],
+        "targets": targets or list(DEFAULT_TARGETS),
+        "facts_path": relative,
+    }
+    job = Job(
+        kind="query",
+        spec=spec,
+        parent_id=parent.id if parent else None,
+        idempotency_key=idempotency_key or None,
+        request_hash=digest,
+        source=source,
+        stats={},
+        progress={},
+    )
     session.add(job)
     try:
         session.commit()
@@ -177,6 +196,14 @@ def create_query_job(
         session.rollback()
         if not idempotency_key:
             raise
-        return create_query_job(session, storage, capacity_gb=capacity_gb, replay_id=replay_id, facts_path=facts_path,
-                                targets=targets, idempotency_key=idempotency_key, source=source)  # fmt: skip
+        return create_query_job(
+            session,
+            storage,
+            capacity_gb=capacity_gb,
+            replay_id=replay_id,
+            facts_path=facts_path,
+            targets=targets,
+            idempotency_key=idempotency_key,
+            source=source,
+        )
     return job, True
