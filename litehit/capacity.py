@@ -1,6 +1,11 @@
-"""Capacity slots of a query: the list as given (order, duplicates and 0 kept; negative =
-infinite), parsed like strtod, converted to bytes exactly. No engine imports: the API uses it to
-validate requests."""
+"""Capacities: parsing a query's list (order, duplicates and 0 kept; negative = infinite; read
+like strtod) and the one conversion of a capacity in GiB to bytes and to blocks. No engine
+imports: the API uses it to validate requests.
+
+The conversion is the projector's rule: bytes = floor(gb x 1024^3), blocks = floor(bytes /
+block_bytes), both exact (which equals trunc(gb x 1024^3 / block_bytes), the original online
+rule). The query and miss reports hand the bytes to the C projector, which divides per row;
+online slots and the what-if simulators use ``capacity_blocks``."""
 
 from __future__ import annotations
 
@@ -8,14 +13,16 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 
 from litehit.errors import QueryError
 
-__all__ = ["DEFAULT_TARGETS", "GIB", "CapacitySlot", "parse_capacities"]
+__all__ = ["DEFAULT_TARGETS", "GIB", "CapacitySlot", "capacity_blocks", "parse_capacities"]
 
 GIB = 1 << 30
 DEFAULT_TARGETS = (0.5, 0.9, 0.95, 0.99)  # fractions of the infinite-capacity hit rate
 U64_MAX = (1 << 64) - 1
+INT64_MAX = (1 << 63) - 1
 _DECIMAL = re.compile(r"\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*")
 _INFINITY = re.compile(r"\s*\+?inf(inity)?\s*", re.IGNORECASE)
 
@@ -32,13 +39,28 @@ class CapacitySlot:
 
     @property
     def capacity_bytes(self) -> int:
-        """floor(gb * 1024^3), exact (scaling a double by 2^30 loses nothing)."""
+        """floor(gb x 1024^3), exact, saturating at 2^64 - 1 (also the infinite slot's value)."""
         if self.infinite:
             return U64_MAX
-        return min(math.floor(self.capacity_gb * GIB), U64_MAX)
+        return min(_exact_bytes(self.capacity_gb), U64_MAX)
 
     def blocks(self, block_bytes: int) -> int | None:
-        return None if self.infinite else self.capacity_bytes // block_bytes
+        """Capacity in blocks of block_bytes (None when infinite); see capacity_blocks."""
+        return capacity_blocks(self.capacity_gb, block_bytes)
+
+
+def _exact_bytes(capacity_gb: float) -> int:
+    return math.floor(Fraction(capacity_gb) * GIB)  # exact for every finite double, however large
+
+
+def capacity_blocks(capacity_gb: float, block_bytes: int) -> int | None:
+    """floor(floor(gb x 1024^3) / block_bytes), exact, saturating at INT64_MAX; None when the
+    capacity is infinite (negative or +inf). block_bytes must be positive."""
+    if block_bytes <= 0:
+        raise ValueError("block_bytes must be positive")
+    if capacity_gb < 0 or math.isinf(capacity_gb):
+        return None
+    return min(_exact_bytes(capacity_gb) // block_bytes, INT64_MAX)
 
 
 def parse_capacities(values: Sequence[str | float]) -> list[CapacitySlot]:

@@ -4,6 +4,7 @@
     +-- ConfigError               a replay/query spec is invalid: .issues = [(path, value, message)]
     +-- TraceError                a trace row is malformed: .path, .line, .message
     +-- ReplayError               a replay failed (fail-fast reasons of the original runner)
+    |   +-- ReplayCancelled       its caller cancelled it
     +-- PublishError              the facts file could not be published atomically
     +-- FactsError                a facts file is malformed: .path, .line, .message
     +-- QueryError                a capacity query cannot be answered
@@ -25,6 +26,7 @@ __all__ = [
     "LiteHitError",
     "PublishError",
     "QueryError",
+    "ReplayCancelled",
     "ReplayError",
     "StorageError",
     "TraceError",
@@ -70,6 +72,10 @@ class ReplayError(LiteHitError):
     def __init__(self, reason: str, *, path: str | None = None, line: int | None = None) -> None:
         self.reason, self.path, self.line = reason, path, line
         super().__init__(reason)
+
+
+class ReplayCancelled(ReplayError):
+    """The replay was cancelled by its caller; nothing was published."""
 
 
 class PublishError(LiteHitError):

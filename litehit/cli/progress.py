@@ -7,7 +7,7 @@ import time
 from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
-    from litehit.replay.runner import Progress
+    from litehit.replay.chunks import Progress
 
 __all__ = ["ProgressReporter"]
 

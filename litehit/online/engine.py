@@ -11,20 +11,18 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
-from fractions import Fraction
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 import core_c
+from litehit.capacity import capacity_blocks
 from litehit.db.models import utcnow
 from litehit.errors import LiteHitError
 from litehit.spec import InstanceGroup, InstanceInfo
 
-__all__ = ["Counters", "OnlineInstance", "RequestRejected", "TraceQuery", "slot_blocks"]
-
-INT64_MAX = 2**63 - 1
+__all__ = ["Counters", "OnlineInstance", "RequestRejected", "TraceQuery"]
 
 
 class RequestRejected(LiteHitError):
@@ -33,11 +31,6 @@ class RequestRejected(LiteHitError):
     def __init__(self, index: int, message: str) -> None:
         self.index, self.message = index, message
         super().__init__(f"request {index}: {message}")
-
-
-def slot_blocks(capacity_gb: float, block_bytes: int) -> int:
-    """trunc(capacity_gb x 1024^3 / block_bytes), exact, saturating at INT64_MAX."""
-    return min(int(Fraction(capacity_gb) * 2**30 / block_bytes), INT64_MAX)
 
 
 @dataclass
@@ -84,7 +77,8 @@ class OnlineInstance:
         self.info, self.group = info, group
         self.block_bytes = info.block_bytes
         self.capacity_gb = sorted(group.capacity_gb)  # the original sorts slots on load
-        self.slots = [slot_blocks(gb, self.block_bytes) for gb in self.capacity_gb]
+        # registration accepts only finite, non-negative capacities, so every slot is finite
+        self.slots = [capacity_blocks(gb, self.block_bytes) for gb in self.capacity_gb]
         self.counters = Counters.from_dict(counters, len(self.slots))
         self.lane = core_c.Lane(ttl_ns=group.ttl_ns)
         self.state_since: datetime = utcnow()  # the LRU state is rebuilt empty at load

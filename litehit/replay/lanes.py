@@ -10,7 +10,7 @@ import numpy.typing as npt
 import core_c
 from litehit.replay.plan import LaneSpec, LaneWork
 
-__all__ = ["LaneFacts", "LaneRunner"]
+__all__ = ["LaneFacts", "LaneRunner", "LaneStats"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,6 +20,18 @@ class LaneFacts:
     segments: npt.NDArray[np.int64]  # (m, 2): start_required_blocks, run_length
     seg_offsets: npt.NDArray[np.int64]
     cuts: npt.NDArray[np.uint8]
+
+
+@dataclass(frozen=True, slots=True)
+class LaneStats:
+    """What one lane saw over a whole replay, and the size of its core at the end."""
+
+    instance_id: str
+    requests: int
+    blocks: int
+    unique_blocks: int
+    memory_bytes: int
+    expired_blocks: int
 
 
 class LaneRunner:
@@ -36,6 +48,17 @@ class LaneRunner:
         self.requests += work.requests
         self.blocks += len(work.keys)
         return LaneFacts(facts.segments, facts.seg_offsets, facts.cuts)
+
+    def stats(self) -> LaneStats:
+        core = self.core.stats()
+        return LaneStats(
+            self.spec.instance_id,
+            self.requests,
+            self.blocks,
+            core.unique_blocks,
+            core.memory_bytes,
+            core.expired_blocks,
+        )
 
     def close(self) -> None:
         self.core.close()

@@ -10,60 +10,24 @@ depend on pipeline_worker_count.
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 
-from litehit.errors import PublishError, ReplayError, TraceError
+from litehit.errors import PublishError, ReplayError
 from litehit.publish import AtomicPublisher
-from litehit.replay.lanes import LaneFacts, LaneRunner
-from litehit.replay.ordered_map import ordered_map
-from litehit.replay.plan import ChunkPlan, make_plan, plan_chunk
+from litehit.replay.chunks import Progress, TraceChunks, resolve_format
+from litehit.replay.lanes import LaneFacts, LaneRunner, LaneStats
+from litehit.replay.plan import ChunkPlan, make_plan
 from litehit.replay.render import header_for, render_chunk
 from litehit.spec import ReplaySpec, TraceFormat
-from litehit.traces.formats import detect_format
-from litehit.traces.scan import scan_chunk
-from litehit.traces.source import CHUNK_BYTES, iter_text_chunks, open_trace
+from litehit.traces.source import CHUNK_BYTES
 
-__all__ = [
-    "FACTS_FILE",
-    "LaneStats",
-    "Progress",
-    "ReplayCancelled",
-    "ReplayResult",
-    "resolve_format",
-    "run_replay",
-]
+__all__ = ["FACTS_FILE", "ReplayResult", "run_replay"]
 
 FACTS_FILE = "litehit_facts.csv"
-
-
-class ReplayCancelled(ReplayError):
-    """The replay was cancelled by its caller; nothing was published."""
-
-
-@dataclass(frozen=True, slots=True)
-class Progress:
-    lines: int
-    reads: int
-    blocks: int
-    bytes_read: int
-    bytes_total: int
-    elapsed_s: float
-
-
-@dataclass(frozen=True, slots=True)
-class LaneStats:
-    instance_id: str
-    requests: int
-    blocks: int
-    unique_blocks: int
-    memory_bytes: int
-    expired_blocks: int
 
 
 @dataclass(frozen=True)
@@ -77,19 +41,6 @@ class ReplayResult:
     blocks: int
     elapsed_s: float
     lanes: list[LaneStats] = field(default_factory=list)
-
-
-def resolve_format(spec: ReplaySpec, path: str) -> TraceFormat:
-    """The spec's trace_format, or the one detected from the first row."""
-    if spec.trace_format is not None:
-        return spec.trace_format
-    try:
-        fmt = detect_format(path)
-    except TraceError as exc:
-        raise ReplayError(f"failed to load/replay trace: {exc}", path=path, line=exc.line) from None
-    if fmt is None:
-        raise ReplayError(f"failed to load/replay trace: No optimizer traces loaded from file: {path}", path=path)
-    return fmt
 
 
 def run_replay(
@@ -106,76 +57,36 @@ def run_replay(
     """
     start = time.perf_counter()
     path = spec.trace_file_path
-    fmt = resolve_format(spec, path)
-    plan = make_plan(spec, fmt, path)
+    plan = make_plan(spec, resolve_format(spec, path), path)
     out_dir = Path(spec.output_result_path)
     runners = [LaneRunner(lane, keep_expired=plan.extended) for lane in plan.lanes]
-    try:
-        bytes_total = Path(path).stat().st_size
-    except OSError:
-        bytes_total = 0
-    lines = rows = reads = facts_rows = blocks = 0
-    prev_ts: int | None = None
+    chunks = TraceChunks(spec, plan, on_progress=on_progress, should_stop=should_stop, chunk_bytes=chunk_bytes)
+    facts_rows = 0
     try:
         with (
             AtomicPublisher(out_dir / FACTS_FILE) as publisher,
-            open_trace(path) as stream,
             ThreadPoolExecutor(max_workers=min(len(runners), spec.workers)) as lane_pool,
-            contextlib.closing(
-                ordered_map(
-                    partial(scan_chunk, fmt=fmt, trace_block_size=plan.trace_block_size),
-                    iter_text_chunks(stream, path, chunk_bytes),
-                    spec.workers,
-                )
-            ) as scanned,
         ):
             publisher.write(header_for(plan.extended))
-            for parsed in scanned:
-                if should_stop is not None and should_stop():
-                    raise ReplayCancelled("replay cancelled; no facts published")
-                chunk = plan_chunk(plan, parsed, prev_ts)
+            for chunk in chunks:
                 facts = _run_lanes(runners, chunk, lane_pool)
                 publisher.write(render_chunk(plan, chunk, facts))
-                prev_ts = chunk.last_timestamp
-                lines += chunk.lines
-                rows += chunk.rows
-                reads += chunk.reads
-                blocks += chunk.raw_blocks
                 facts_rows += len(chunk.out_src)
-                if on_progress is not None:
-                    on_progress(
-                        Progress(
-                            lines,
-                            reads,
-                            blocks,
-                            chunk.source_offset,
-                            bytes_total,
-                            time.perf_counter() - start,
-                        )
-                    )
-            if rows == 0:
-                raise ReplayError(
-                    f"failed to load/replay trace: No optimizer traces loaded from file: {path}", path=path
-                )
-            if reads == 0:
-                raise ReplayError("trace contains no valid Request/Get events", path=path)
             publisher.commit()
-    except TraceError as exc:
-        raise ReplayError(f"failed to load/replay trace: {exc}", path=path, line=exc.line) from None
     except PublishError as exc:
         raise ReplayError(str(exc)) from None
     finally:
-        lane_stats = [_lane_stats(r) for r in runners]
+        lane_stats = [runner.stats() for runner in runners]
         for runner in runners:
             runner.close()
     return ReplayResult(
         facts_path=out_dir / FACTS_FILE,
-        trace_format=fmt,
-        lines=lines,
-        rows=rows,
-        reads=reads,
+        trace_format=plan.fmt,
+        lines=chunks.lines,
+        rows=chunks.rows,
+        reads=chunks.reads,
         facts_rows=facts_rows,
-        blocks=blocks,
+        blocks=chunks.blocks,
         elapsed_s=time.perf_counter() - start,
         lanes=lane_stats,
     )
@@ -185,15 +96,3 @@ def _run_lanes(runners: list[LaneRunner], chunk: ChunkPlan, pool: ThreadPoolExec
     if len(runners) == 1:
         return [runners[0].run(chunk.lanes[0])]
     return list(pool.map(lambda pair: pair[0].run(pair[1]), zip(runners, chunk.lanes, strict=True)))
-
-
-def _lane_stats(runner: LaneRunner) -> LaneStats:
-    stats = runner.core.stats()
-    return LaneStats(
-        instance_id=runner.spec.instance_id,
-        requests=runner.requests,
-        blocks=runner.blocks,
-        unique_blocks=stats.unique_blocks,
-        memory_bytes=stats.memory_bytes,
-        expired_blocks=stats.expired_blocks,
-    )

@@ -24,16 +24,15 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from litehit.errors import PublishError, ReplayError, TraceError
+from litehit.errors import PublishError, ReplayCancelled, ReplayError
 from litehit.publish import AtomicPublisher
-from litehit.replay.lanes import LaneFacts, LaneRunner
-from litehit.replay.ordered_map import ordered_map
-from litehit.replay.plan import ChunkPlan, LaneWork, ReplayPlan, make_plan, plan_chunk
+from litehit.replay.chunks import Progress, TraceChunks, resolve_format
+from litehit.replay.lanes import LaneFacts, LaneRunner, LaneStats
+from litehit.replay.plan import ChunkPlan, LaneWork, ReplayPlan, make_plan
 from litehit.replay.render import header_for, render_chunk
-from litehit.replay.runner import FACTS_FILE, LaneStats, Progress, ReplayCancelled, ReplayResult, resolve_format
+from litehit.replay.runner import FACTS_FILE, ReplayResult
 from litehit.spec import ReplaySpec, TraceFormat
-from litehit.traces.scan import scan_chunk
-from litehit.traces.source import CHUNK_BYTES, iter_text_chunks, open_trace
+from litehit.traces.source import CHUNK_BYTES
 
 __all__ = ["ParseManifest", "lane_stage", "merge_stage", "parse_stage", "read_manifest"]
 
@@ -102,67 +101,32 @@ def parse_stage(
     """Scans, validates, routes and normalizes the whole trace once (fail-fast as run_replay)."""
     start = time.perf_counter()
     path = spec.trace_file_path
-    fmt = resolve_format(spec, path)
-    plan = make_plan(spec, fmt, path)
+    plan = make_plan(spec, resolve_format(spec, path), path)
     workdir.mkdir(parents=True, exist_ok=True)
     n_lanes = len(plan.lanes)
     lane_requests, lane_blocks = [0] * n_lanes, [0] * n_lanes
-    chunks = lines = rows = reads = blocks = 0
-    prev_ts: int | None = None
-    try:
-        bytes_total = Path(path).stat().st_size
-    except OSError:
-        bytes_total = 0
+    chunks = TraceChunks(spec, plan, on_progress=on_progress, should_stop=should_stop, chunk_bytes=chunk_bytes)
     outputs = [workdir / ROWS] + [lane_input(workdir, i) for i in range(n_lanes)]
-    try:
-        with (
-            open_trace(path) as stream,
-            _atomic_files(outputs) as files,
-            contextlib.closing(
-                ordered_map(
-                    lambda c: scan_chunk(c, fmt, plan.trace_block_size),
-                    iter_text_chunks(stream, path, chunk_bytes),
-                    spec.workers,
-                )
-            ) as scanned,
-        ):
-            for parsed in scanned:
-                if should_stop is not None and should_stop():
-                    raise ReplayCancelled("replay cancelled; no facts published")
-                chunk = plan_chunk(plan, parsed, prev_ts)
-                _write_arrays(
-                    files[0],
-                    np.frombuffer(chunk.ids, dtype=np.uint8),
-                    chunk.id_offsets,
-                    chunk.timestamps,
-                    chunk.out_src,
-                    chunk.out_lane,
-                    chunk.out_pos,
-                )
-                for i, work in enumerate(chunk.lanes):
-                    _write_arrays(files[1 + i], work.keys, work.offsets, work.input_lens, work.timestamps)
-                    lane_requests[i] += work.requests
-                    lane_blocks[i] += len(work.keys)
-                prev_ts = chunk.last_timestamp
-                chunks += 1
-                lines += chunk.lines
-                rows += chunk.rows
-                reads += chunk.reads
-                blocks += chunk.raw_blocks
-                if on_progress is not None:
-                    on_progress(
-                        Progress(lines, reads, blocks, chunk.source_offset, bytes_total, time.perf_counter() - start)
-                    )
-            if rows == 0:
-                raise ReplayError(
-                    f"failed to load/replay trace: No optimizer traces loaded from file: {path}", path=path
-                )
-            if reads == 0:
-                raise ReplayError("trace contains no valid Request/Get events", path=path)
-    except TraceError as exc:
-        raise ReplayError(f"failed to load/replay trace: {exc}", path=path, line=exc.line) from None
+    with _atomic_files(outputs) as files:
+        for chunk in chunks:
+            rows = np.frombuffer(chunk.ids, dtype=np.uint8)
+            _write_arrays(
+                files[0], rows, chunk.id_offsets, chunk.timestamps, chunk.out_src, chunk.out_lane, chunk.out_pos
+            )
+            for i, work in enumerate(chunk.lanes):
+                _write_arrays(files[1 + i], work.keys, work.offsets, work.input_lens, work.timestamps)
+                lane_requests[i] += work.requests
+                lane_blocks[i] += len(work.keys)
     manifest = ParseManifest(
-        fmt.value, chunks, lines, rows, reads, blocks, lane_requests, lane_blocks, time.perf_counter() - start
+        plan.fmt.value,
+        chunks.chunks,
+        chunks.lines,
+        chunks.rows,
+        chunks.reads,
+        chunks.blocks,
+        lane_requests,
+        lane_blocks,
+        time.perf_counter() - start,
     )
     tmp = workdir / (MANIFEST + ".tmp")
     tmp.write_text(json.dumps(asdict(manifest)))
@@ -203,15 +167,7 @@ def lane_stage(
                 _write_arrays(dst, facts.segments, facts.seg_offsets, facts.cuts)
                 if on_progress is not None:
                     on_progress(runner.requests, runner.blocks)
-        stats = runner.core.stats()
-        return LaneStats(
-            plan.lanes[lane].instance_id,
-            runner.requests,
-            runner.blocks,
-            stats.unique_blocks,
-            stats.memory_bytes,
-            stats.expired_blocks,
-        )
+        return runner.stats()
     except (OSError, ValueError) as exc:
         raise ReplayError(f"lane {plan.lanes[lane].instance_id}: stage files unreadable: {exc}") from None
     finally:

@@ -15,8 +15,9 @@ from sqlalchemy import delete
 from sqlalchemy.orm import Session
 
 from litehit.db.models import Job, LaneRun, utcnow
-from litehit.errors import LiteHitError
-from litehit.replay.runner import FACTS_FILE, Progress, ReplayCancelled
+from litehit.errors import LiteHitError, ReplayCancelled
+from litehit.replay.chunks import Progress
+from litehit.replay.runner import FACTS_FILE
 from litehit.replay.staged import lane_stage, merge_stage, parse_stage, read_manifest
 from litehit.settings import Settings
 from litehit.spec import ReplaySpec, parse_replay_spec
