@@ -70,3 +70,15 @@ def test_recording_can_be_switched_off(
     get_settings.cache_clear()
     assert main(["replay", str(data_dir / "conversation_trace.jsonl"), "-o", str(tmp_path / "o")]) == 0
     assert not (home / "litehit.db").exists()
+
+
+def test_migrate_creates_the_schema_once_and_is_idempotent(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from litehit.db.migrate import SCHEMA_HEAD, current_revision
+
+    url = get_settings().db_url
+    assert current_revision(url) is None
+    assert main(["migrate"]) == 0
+    assert capsys.readouterr().out == f"database at revision {SCHEMA_HEAD}\n"
+    assert current_revision(url) == SCHEMA_HEAD
+    assert main(["migrate"]) == 0
+    assert capsys.readouterr().out == f"database at revision {SCHEMA_HEAD}\n"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from litehit.cli import analysis, demo, jobs, query, replay
+from litehit.cli import analysis, demo, jobs, migrate, query, replay
 from litehit.errors import LiteHitError
 
 __all__ = ["main"]
@@ -22,6 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
     analysis.add_parsers(sub)
     demo.add_parser(sub)
     jobs.add_parser(sub)
+    migrate.add_parser(sub)
     return parser
 
 

@@ -27,21 +27,14 @@ __all__ = ["JobRecorder", "ensure_schema"]
 
 def ensure_schema(url: str) -> None:
     """Migrates an embedded SQLite database to head; other databases are migrated by their
-    stack (alembic upgrade head) and only checked."""
-    from sqlalchemy import text
-    from sqlalchemy.exc import DBAPIError
+    stack (`litehit migrate`) and only checked."""
+    from litehit.db.migrate import current_revision
 
-    from litehit.db.session import get_engine
-
-    try:
-        with get_engine(url).connect() as conn:
-            current = conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
-    except DBAPIError:  # no version table yet: a new database
-        current = None
+    current = current_revision(url)
     if current == SCHEMA_HEAD:
         return
     if not url.startswith("sqlite"):
-        raise RuntimeError(f"the database is at revision {current}, not {SCHEMA_HEAD}: run `alembic upgrade head`")
+        raise RuntimeError(f"the database is at revision {current}, not {SCHEMA_HEAD}: run `litehit migrate`")
     from litehit.db.migrate import upgrade  # Alembic is imported only when a migration runs
 
     upgrade(url)

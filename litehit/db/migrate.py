@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from litehit.db.session import ensure_sqlite_dir
 from litehit.settings import get_settings
 
-__all__ = ["MIGRATIONS", "SCHEMA_HEAD", "alembic_config", "downgrade", "upgrade"]
+__all__ = ["MIGRATIONS", "SCHEMA_HEAD", "alembic_config", "current_revision", "downgrade", "upgrade"]
 
 # The top-level migrations/ folder, installed as the package litehit.migrations (pyproject.toml).
 MIGRATIONS = Path(str(files("litehit.migrations")))
@@ -41,3 +41,18 @@ def downgrade(url: str | None = None, revision: str = "base") -> None:
     from alembic import command
 
     command.downgrade(alembic_config(url), revision)
+
+
+def current_revision(url: str | None = None) -> str | None:
+    """The database's Alembic revision, or None when it has no schema yet."""
+    from sqlalchemy import text
+    from sqlalchemy.exc import DBAPIError
+
+    from litehit.db.session import get_engine
+
+    try:
+        with get_engine(url or get_settings().db_url).connect() as conn:
+            value = conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
+    except DBAPIError:  # no version table yet: a new database
+        return None
+    return None if value is None else str(value)
