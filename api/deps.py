@@ -9,7 +9,7 @@ import functools
 import hmac
 import os
 from collections.abc import AsyncIterator
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import Depends, Header, Request
 from sqlalchemy.orm import Session, sessionmaker
@@ -18,6 +18,7 @@ from api.errors import ApiError
 from litehit.db.session import get_engine
 from litehit.settings import Settings
 from litehit.storage import Storage
+from worker.jobs.submit import Enqueue
 
 
 async def get_app_settings(request: Request) -> Settings:
@@ -56,11 +57,12 @@ async def get_storage(settings: SettingsDep) -> Storage:
 StorageDep = Annotated[Storage, Depends(get_storage)]
 
 
-async def get_enqueue(request: Request) -> Any:
-    return request.app.state.enqueue
+async def get_enqueue(request: Request) -> Enqueue:
+    enqueue: Enqueue = request.app.state.enqueue
+    return enqueue
 
 
-EnqueueDep = Annotated[Any, Depends(get_enqueue)]
+EnqueueDep = Annotated[Enqueue, Depends(get_enqueue)]
 
 
 async def require_token(settings: SettingsDep, authorization: Annotated[str | None, Header()] = None) -> None:

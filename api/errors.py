@@ -9,7 +9,18 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from litehit.errors import ConfigError, FactsError, LiteHitError, QueryError, StorageError
+from litehit.errors import (
+    AlreadyRegistered,
+    ConfigError,
+    FactsError,
+    LiteHitError,
+    NotShardOwner,
+    OnlineError,
+    QueryError,
+    StorageError,
+    UnknownInstance,
+    WrongShard,
+)
 
 __all__ = ["ApiError", "install_error_handlers"]
 
@@ -28,6 +39,15 @@ class ApiError(Exception):
         self.status, self.code, self.message = status, code, message
         self.details = details or []
         self.headers = headers
+
+
+ONLINE_STATUS: dict[type[OnlineError], tuple[int, str]] = {
+    NotShardOwner: (503, "not_owner"),
+    WrongShard: (421, "wrong_shard"),
+    UnknownInstance: (404, "not_found"),
+    AlreadyRegistered: (409, "conflict"),
+}
+"""HTTP status and code of the errors of an online shard owner."""
 
 
 def _body(code: str, message: str, details: list[dict[str, Any]] | None = None) -> dict[str, Any]:
@@ -82,6 +102,11 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(StorageError)
     async def storage_error(_: Request, exc: StorageError) -> JSONResponse:
         return JSONResponse(_body("forbidden_path", str(exc)), status_code=422)
+
+    @app.exception_handler(OnlineError)
+    async def online_error(_: Request, exc: OnlineError) -> JSONResponse:
+        status, code = next((v for t, v in ONLINE_STATUS.items() if isinstance(exc, t)), (422, "unprocessable"))
+        return JSONResponse(_body(code, str(exc)), status_code=status)
 
     @app.exception_handler(FactsError)
     @app.exception_handler(QueryError)

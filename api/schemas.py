@@ -8,11 +8,10 @@ from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from litehit.db.states import JobState, LaneState, Stage
 from litehit.spec import ReplaySpec
 
 T = TypeVar("T")
-
-JobState = Literal["queued", "running", "succeeded", "failed", "cancelled"]
 
 
 class ErrorDetail(BaseModel):
@@ -67,7 +66,7 @@ class LanePublic(BaseModel):
 
     lane: int
     instance_id: str
-    state: str
+    state: LaneState
     requests: int
     requests_total: int
     blocks: int
@@ -86,7 +85,7 @@ class JobPublic(BaseModel):
     id: str
     kind: Literal["replay", "query"]
     state: JobState
-    stage: str
+    stage: Stage
     source: str
     created_at: datetime
     started_at: datetime | None
@@ -129,3 +128,12 @@ class QueryPublic(JobPublic):
     instances: list[SummaryPublic]
     total: SummaryPublic | None
     links: dict[str, str]
+
+
+class OnlineInstanceAddress(BaseModel):
+    """The part of an online instance registration the public API reads to find the owner of
+    the instance's shard; the owner checks the whole registration (InstanceInfo)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    instance_id: str = ""

@@ -3,6 +3,7 @@
 - ``Lane``: the capacity-independent lane core (exact LRU order, prefix hits, optional TTL).
 - ``prefix_hash`` / ``prefix_hash_next`` / ``normalize`` / ``normalize_batch``: preprocessing.
 - ``project_blocks`` / ``project_bytes`` / ``project_infinite``: the only capacity -> hits code.
+- ``PolicySim``: a fixed-capacity cache under an eviction policy (what-if; not a facts producer).
 - ``CoreError`` and subclasses: one per C status code.
 """
 
@@ -15,6 +16,7 @@ from core_c.errors import (
     CoreRangeError,
 )
 from core_c.lane import CUT_COLD, CUT_EXPIRED, CUT_NONE, BatchFacts, HitCurve, Lane, LaneStats
+from core_c.policy import POLICIES, PolicySim, PolicySimStats
 from core_c.preprocess import (
     NormalizedBatch,
     NormalizedRequest,
@@ -29,6 +31,7 @@ __all__ = [
     "CUT_COLD",
     "CUT_EXPIRED",
     "CUT_NONE",
+    "POLICIES",
     "STATUS_ERRORS",
     "BatchFacts",
     "CoreError",
@@ -41,6 +44,8 @@ __all__ = [
     "LaneStats",
     "NormalizedBatch",
     "NormalizedRequest",
+    "PolicySim",
+    "PolicySimStats",
     "normalize",
     "normalize_batch",
     "prefix_hash",

@@ -40,3 +40,10 @@ def _wrap(v: int) -> int:
 def ptr(kind: str, array: npt.NDArray[Any]) -> Any:
     """A cffi pointer into a contiguous numpy array (the array must outlive the call)."""
     return ffi.from_buffer(kind, array)
+
+
+def copied(pointer: Any, count: int, dtype: Any) -> Any:
+    """A numpy copy of count elements of dtype at a C pointer (which may be NULL when count is 0)."""
+    if count == 0:
+        return np.empty(0, dtype=dtype)
+    return np.frombuffer(ffi.buffer(pointer, count * np.dtype(dtype).itemsize), dtype=dtype).copy()

@@ -22,6 +22,7 @@ __all__ = [
     "CoreMemoryError",
     "CoreParseError",
     "CoreRangeError",
+    "parse_error_message",
     "raise_for_status",
 ]
 
@@ -72,6 +73,17 @@ def raise_for_status(status: int, err: object, *, index: int | None = None) -> N
     message = ffi.string(err).decode("utf-8", "replace")
     cls = STATUS_ERRORS.get(status, CoreError)
     raise cls(status, message, index=index)
+
+
+def parse_error_message(status: int, err: object) -> str:
+    """For calls that stop at malformed text: "" for LH_OK, the C message for LH_EPARSE (the
+    caller reports it with the failing line); any other status raises as raise_for_status."""
+    if status == lib.LH_OK:
+        return ""
+    if status != lib.LH_EPARSE:
+        raise_for_status(status, err)
+    message: str = ffi.string(err).decode("utf-8", "replace")
+    return message
 
 
 def new_error_buffer() -> object:

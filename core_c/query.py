@@ -1,4 +1,4 @@
-"""Binding of the facts reader and batch query (lh_query.h)."""
+"""Binding of the facts reader (lh_facts.h) and the batch query (lh_query.h)."""
 
 from __future__ import annotations
 
@@ -10,17 +10,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from core_c._arrays import ptr
+from core_c._arrays import copied, ptr
 from core_c._core import ffi, lib
-from core_c.errors import new_error_buffer, raise_for_status
+from core_c.errors import new_error_buffer, parse_error_message, raise_for_status
 
 __all__ = ["FactsChunk", "FactsReader", "format_g"]
-
-
-def _array(pointer: Any, count: int, dtype: Any) -> Any:  # a numpy array of dtype
-    if count == 0:
-        return np.empty(0, dtype=dtype)
-    return np.frombuffer(ffi.buffer(pointer, count * np.dtype(dtype).itemsize), dtype=dtype).copy()
 
 
 @dataclass
@@ -48,7 +42,7 @@ class FactsChunk:
         n = int(t.n_instances)
         if n == 0:
             return []
-        offs = _array(t.instance_offsets, n + 1, np.int64)
+        offs = copied(t.instance_offsets, n + 1, np.int64)
         raw = bytes(ffi.buffer(t.instance_names, int(offs[-1]))) if offs[-1] else b""
         return [raw[offs[i] : offs[i + 1]] for i in range(n)]
 
@@ -58,11 +52,11 @@ class FactsChunk:
         t = self._check()
         n = int(t.n_rows)
         if name == "segs":
-            return _array(t.segs, 2 * int(t.n_segs), np.int64).reshape(-1, 2)
+            return copied(t.segs, 2 * int(t.n_segs), np.int64).reshape(-1, 2)
         if name == "seg_offsets":
-            return _array(t.seg_offsets, n + 1, np.int64)
+            return copied(t.seg_offsets, n + 1, np.int64)
         dtype = {"instance": np.int32, "cut": np.uint8}.get(name, np.int64)
-        return _array(getattr(t, name), n, dtype)
+        return copied(getattr(t, name), n, dtype)
 
     def query(
         self,
@@ -135,11 +129,7 @@ class FactsReader:
         status = lib.lh_facts_parse(
             self._ptr, ffi.from_buffer(data), len(data), first_line, int(extended), table, err, lib.LH_ERR_LEN
         )
-        message = ""
-        if status != lib.LH_OK:
-            if status != lib.LH_EPARSE:
-                raise_for_status(status, err)
-            message = ffi.string(err).decode("utf-8", "replace")
+        message = parse_error_message(status, err)
         return FactsChunk(self, table, self.generation, int(table.error_line), message)
 
 

@@ -1,35 +1,80 @@
-"""Binding of the C JSONL trace scanner (lh_trace_scan.h) and the facts renderer (lh_facts.h)."""
+"""Binding of the C JSONL trace scanner (lh_trace_scan.h), its table of trace formats
+(lh_trace_format.h) and the facts renderer (lh_facts.h)."""
 
 from __future__ import annotations
 
 import weakref
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from core_c._arrays import Int64Array, ptr
+from core_c._arrays import Int64Array, copied, ptr
 from core_c._core import ffi, lib
-from core_c.errors import new_error_buffer, raise_for_status
+from core_c.errors import CoreRangeError, new_error_buffer, parse_error_message, raise_for_status
 
 __all__ = [
     "FORMAT_CODES",
     "ROW_READ",
     "ROW_WRITE",
+    "TRACE_FORMATS",
     "ScanResult",
+    "TraceFormatInfo",
     "TraceScanner",
+    "format_of_keys",
     "render_facts",
 ]
 
-FORMAT_CODES = {
-    "standard": int(lib.LH_FMT_STANDARD),
-    "mooncake": int(lib.LH_FMT_MOONCAKE),
-    "qwen_bailian": int(lib.LH_FMT_QWEN),
-    "publisher_log": int(lib.LH_FMT_PUBLISHER),
-}
+
+@dataclass(frozen=True, slots=True)
+class TraceFormatInfo:
+    """One entry of the C format table (lh_trace_format.h)."""
+
+    code: int  # LH_FMT_*, what TraceScanner.scan passes to C
+    name: str  # "standard", "mooncake", "qwen_bailian", "publisher_log"
+    default_trace_block: int  # the trace's tokens per block when the user gives none
+    instanceless: bool  # rows carry no instance id
+    detect_keys: tuple[str, ...]  # a row of this format has all these top-level keys
+    detect_priority: int  # detection tries formats in ascending priority
+
+
+def _read_format_table() -> tuple[TraceFormatInfo, ...]:
+    raw = ffi.new("lh_trace_format_info *")
+    entries = []
+    for index in range(int(lib.lh_trace_format_count())):
+        status = int(lib.lh_trace_format_get(index, raw))
+        if status != lib.LH_OK:
+            raise CoreRangeError(status, f"no trace format at index {index}")
+        entries.append(
+            TraceFormatInfo(
+                code=int(raw.code),
+                name=ffi.string(raw.name).decode(),
+                default_trace_block=int(raw.default_trace_block),
+                instanceless=bool(raw.instanceless),
+                detect_keys=tuple(ffi.string(raw.detect_keys).decode().split(",")),
+                detect_priority=int(raw.detect_priority),
+            )
+        )
+    return tuple(sorted(entries, key=lambda f: f.detect_priority))
+
+
+TRACE_FORMATS: tuple[TraceFormatInfo, ...] = _read_format_table()
+"""Every format the scanner knows, in detection order (ascending detect_priority)."""
+
+FORMAT_CODES = {f.name: f.code for f in sorted(TRACE_FORMATS, key=lambda f: f.code)}  # name -> LH_FMT_*
 ROW_READ = int(lib.LH_ROW_READ)
 ROW_WRITE = int(lib.LH_ROW_WRITE)
+
+
+def format_of_keys(keys: Collection[str]) -> str | None:
+    """The name of the first format (in detection order) whose detect_keys are all among the
+    top-level keys of a parsed row, or None when no format matches."""
+    for fmt in TRACE_FORMATS:
+        if all(key in keys for key in fmt.detect_keys):
+            return fmt.name
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,16 +99,10 @@ class ScanResult:
     error: str  # the reason when error_line > 0
 
 
-def _array(pointer: Any, count: int, dtype: Any) -> Any:
-    if count == 0:
-        return np.empty(0, dtype=dtype)
-    return np.frombuffer(ffi.buffer(pointer, count * np.dtype(dtype).itemsize), dtype=dtype).copy()
-
-
 def _names(offsets: Any, data: Any, count: int) -> list[str]:
     if count == 0:
         return []
-    offs = _array(offsets, count + 1, np.int64)
+    offs = copied(offsets, count + 1, np.int64)
     raw = bytes(ffi.buffer(data, int(offs[-1]))) if offs[-1] else b""
     return [raw[offs[i] : offs[i + 1]].decode("utf-8") for i in range(count)]
 
@@ -92,25 +131,21 @@ class TraceScanner:
             self._ptr, FORMAT_CODES[fmt], ffi.from_buffer(data), len(data), first_line, trace_block_size,
             res, err, lib.LH_ERR_LEN,
         )  # fmt: skip
-        message = ""
-        if status != lib.LH_OK:
-            if status != lib.LH_EPARSE:
-                raise_for_status(status, err)
-            message = ffi.string(err).decode("utf-8", "replace")
+        message = parse_error_message(status, err)
         n = int(res.n_rows)
         return ScanResult(
-            line=_array(res.line, n, np.int64),
-            kind=_array(res.kind, n, np.uint8),
-            timestamp=_array(res.timestamp, n, np.int64),
-            input_len=_array(res.input_len, n, np.int64),
-            key_offsets=_array(res.key_offsets, n + 1, np.int64),
-            keys=_array(res.keys, int(res.n_keys), np.int64),
-            id_offsets=_array(res.id_offsets, n + 1, np.int64),
-            ids=bytes(ffi.buffer(res.ids, int(_array(res.id_offsets, n + 1, np.int64)[-1]))) if n else b"",
-            instance=_array(res.instance, n, np.int32),
+            line=copied(res.line, n, np.int64),
+            kind=copied(res.kind, n, np.uint8),
+            timestamp=copied(res.timestamp, n, np.int64),
+            input_len=copied(res.input_len, n, np.int64),
+            key_offsets=copied(res.key_offsets, n + 1, np.int64),
+            keys=copied(res.keys, int(res.n_keys), np.int64),
+            id_offsets=copied(res.id_offsets, n + 1, np.int64),
+            ids=bytes(ffi.buffer(res.ids, int(copied(res.id_offsets, n + 1, np.int64)[-1]))) if n else b"",
+            instance=copied(res.instance, n, np.int32),
             instance_names=_names(res.instance_offsets, res.instance_names, int(res.n_instances)),
-            label=_array(res.label, n, np.int32),
-            turn=_array(res.turn, n, np.int64),
+            label=copied(res.label, n, np.int32),
+            turn=copied(res.turn, n, np.int64),
             label_names=_names(res.label_offsets, res.label_names, int(res.n_labels)),
             lines=int(res.lines),
             error_line=int(res.error_line),

@@ -9,6 +9,11 @@
     +-- FactsError                a facts file is malformed: .path, .line, .message
     +-- QueryError                a capacity query cannot be answered
     +-- StorageError              a user path escapes the storage root or is unusable
+    +-- OnlineError               an online shard owner cannot serve a request
+        +-- NotShardOwner         this process does not (or no longer) own the shard
+        +-- WrongShard            the instance belongs to another shard
+        +-- UnknownInstance       no online instance has this id
+        +-- AlreadyRegistered     an online group or instance of this name exists
 
 C core failures surface as core_c.CoreError (status + C message) and are wrapped where a job
 reports them.
@@ -97,3 +102,23 @@ class QueryError(LiteHitError):
 
 class StorageError(LiteHitError):
     """A user-supplied path is unusable or leaves the storage root."""
+
+
+class OnlineError(LiteHitError):
+    """An online request that the owner of a shard cannot serve."""
+
+
+class NotShardOwner(OnlineError):
+    """This process does not own the shard (it lost its lease): it serves nothing until restarted."""
+
+
+class WrongShard(OnlineError):
+    """The instance belongs to another shard, so to another owner."""
+
+
+class UnknownInstance(OnlineError):
+    """No online instance is registered with this id."""
+
+
+class AlreadyRegistered(OnlineError):
+    """An online instance group or instance of this name exists already."""

@@ -7,8 +7,10 @@ import tempfile
 from pathlib import Path
 
 # Every test (and every CLI child process) uses a private LiteHit home: the embedded SQLite
-# database and storage of the machine running the tests are never touched.
-for _name in [k for k in os.environ if k.startswith("LITEHIT_")]:
+# database and storage of the machine running the tests are never touched. LITEHIT_TEST_*
+# variables configure the test suite itself (e.g. LITEHIT_TEST_PG in service_fixtures.py), not
+# LiteHit, so they stay.
+for _name in [k for k in os.environ if k.startswith("LITEHIT_") and not k.startswith("LITEHIT_TEST_")]:
     del os.environ[_name]
 os.environ["LITEHIT_HOME"] = tempfile.mkdtemp(prefix="litehit-test-home-")
 

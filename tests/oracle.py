@@ -2,11 +2,14 @@
 
 One real LRU cache per capacity (an OrderedDict that evicts), evaluated on the snapshot taken
 before each request and updated by touching the request's blocks from the tail to the head.
-No positions, no Fenwick tree, no RLE: nothing shared with the C core.
+No positions, no Fenwick tree, no RLE: nothing shared with the C core. naive_hit_thresholds
+answers every capacity at once from the same definition (an LRU cache of capacity C holds the C
+most recently used keys), for whole traces where one cache per capacity would be too many.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections import OrderedDict
 from collections.abc import Sequence
 
@@ -66,3 +69,35 @@ class NaiveTtlCounters:
     def alive(self) -> int:
         assert self.now is not None
         return sum(1 for t in self.last.values() if self.now - t < self.ttl_ns)
+
+
+def naive_hit_thresholds(requests: Sequence[Sequence[int]], times: Sequence[int], ttl_ns: int = 0) -> list[list[int]]:
+    """Per request, per prefix block, the smallest capacity (in blocks) at which it is a hit.
+
+    An LRU cache of capacity C holds exactly the C most recently used keys (NaiveLru above, with
+    expired keys keeping their place until evicted), so a key is held iff its recency rank (1 +
+    the number of keys used after it) is <= C. A prefix block hits iff it and every block before
+    it are held and alive: its threshold is the largest rank up to it, and the prefix ends at the
+    first cold or expired block. Ranks are counted on a sorted list of last-use stamps with bisect:
+    no positions reused, no Fenwick tree, no compaction.
+    """
+    stamp: dict[int, int] = {}  # key -> stamp of its last use (a counter of block touches)
+    last: dict[int, int] = {}  # key -> time of its last use
+    stamps: list[int] = []  # the last-use stamp of every key, ascending
+    clock = 0
+    out = []
+    for keys, now in zip(requests, times, strict=True):
+        thresholds: list[int] = []
+        for key in keys:  # the snapshot before the request
+            if key not in stamp or (ttl_ns and now - last[key] >= ttl_ns):
+                break
+            rank = len(stamps) - bisect_right(stamps, stamp[key]) + 1
+            thresholds.append(max(rank, thresholds[-1] if thresholds else 0))
+        out.append(thresholds)
+        for key in reversed(keys):  # commit tail to head
+            if key in stamp:
+                del stamps[bisect_right(stamps, stamp[key]) - 1]
+            clock += 1
+            stamp[key], last[key] = clock, now
+            stamps.append(clock)
+    return out

@@ -1,7 +1,8 @@
 """Fixtures for the service tests: a fresh PostgreSQL database migrated by Alembic, a private
 redis-server that tests may restart, real Celery worker processes and the API.
 
-Outside CI a missing PostgreSQL or redis-server skips these tests; with CI=true it fails them.
+Outside CI a missing PostgreSQL or redis-server skips these tests; with CI=true (or 1, yes) it
+fails them.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,8 +33,14 @@ ROOT = Path(__file__).resolve().parent.parent
 PG_ADMIN = os.environ.get("LITEHIT_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
 
 
+def running_in_ci(environ: Mapping[str, str] | None = None) -> bool:
+    """True when CI is true, 1 or yes (any case); CI=false, CI=0 or an empty CI is not CI."""
+    value = (os.environ if environ is None else environ).get("CI", "")
+    return value.strip().lower() in ("true", "1", "yes")
+
+
 def unavailable(reason: str) -> None:
-    if os.environ.get("CI"):
+    if running_in_ci():
         pytest.fail(f"{reason} (required in CI)")
     pytest.skip(reason)
 
@@ -247,4 +254,14 @@ def api(service_settings: Settings, celery_workers: Workers) -> Iterator[Any]:
         yield client
 
 
-__all__ = ["RedisServer", "Workers", "downgrade", "free_port", "settings_env", "unavailable", "upgrade", "wait_for"]
+__all__ = [
+    "RedisServer",
+    "Workers",
+    "downgrade",
+    "free_port",
+    "running_in_ci",
+    "settings_env",
+    "unavailable",
+    "upgrade",
+    "wait_for",
+]

@@ -10,6 +10,7 @@ import random
 import subprocess
 import sys
 from collections.abc import Iterator
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -21,11 +22,15 @@ from service_fixtures import ROOT, free_port, settings_env, wait_for
 import core_c
 from api.online import create_online_app
 from litehit.db.migrate import upgrade
+from litehit.db.models import utcnow
+from litehit.errors import AlreadyRegistered, NotShardOwner, UnknownInstance, WrongShard
+from litehit.online.engine import TraceQuery
+from litehit.online.owner import ShardOwner
 from litehit.online.store import shard_of
 from litehit.query import parse_capacities, query_facts
 from litehit.replay.runner import run_replay
 from litehit.settings import Settings
-from litehit.spec import parse_replay_spec
+from litehit.spec import InstanceGroup, InstanceInfo, parse_replay_spec
 
 GIB = 1 << 30
 CAPS = [2 * 16384 / GIB, 3 * 16384 / GIB, 1.0]  # 2 and 3 blocks of 16 KiB, and 1 GiB
@@ -228,6 +233,64 @@ def test_instances_of_another_shard_are_refused(tmp_path: Path) -> None:
         owner.post("/v1/online/groups", json=group())
         r = owner.post("/v1/online/instances", json=instance(foreign, 4))
         assert r.status_code == 421 and r.json()["error"]["code"] == "wrong_shard"
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = utcnow()
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+def test_shard_owner_snapshots_by_its_clock_and_restores(settings: Settings) -> None:
+    clock = Clock()
+    first = ShardOwner(settings.model_copy(update={"online_snapshot_s": 60}), clock=clock)
+    first.claim()
+    first.restore()
+    assert first.last_snapshot is None and first.snapshot_due()
+    first.create_group(InstanceGroup.model_validate(group()))
+    with pytest.raises(AlreadyRegistered, match="instance group 'g1' already exists"):
+        first.create_group(InstanceGroup.model_validate(group()))
+    first.register(InstanceInfo.model_validate(instance("i1", 4)))
+    first.query("i1", [TraceQuery([1, 2], 8), TraceQuery([1, 2], 8)])
+    first.snapshot()
+    taken = clock.now
+    clock.now += timedelta(seconds=59)
+    assert not first.snapshot_due()
+    clock.now += timedelta(seconds=1)
+    assert first.snapshot_due()
+    first.release()
+    assert not first.instances
+    second = ShardOwner(settings, clock=clock)
+    second.claim()
+    second.restore()
+    view = second.view(second.instance("i1"))
+    assert view["snapshot_at"] == taken and (view["total_queries"], view["total_hit_blocks"]) == (2, [2])
+    second.release()
+
+
+def test_shard_owner_lease_and_shard_checks(tmp_path: Path) -> None:
+    s = Settings(home=tmp_path, online_shards=2, online_shard=0)
+    upgrade(s.db_url)
+    clock = Clock()
+    first, second = ShardOwner(s, clock=clock, lease_s=15), ShardOwner(s, clock=clock, lease_s=15)
+    first.claim()
+    with pytest.raises(RuntimeError, match="already owned by a live process"):
+        second.claim()
+    foreign = next(f"i{n}" for n in range(100) if shard_of(f"i{n}", 2) == 1)
+    with pytest.raises(WrongShard, match=f"instance {foreign} belongs to shard 1"):
+        first.instance(foreign)
+    with pytest.raises(UnknownInstance):
+        first.instance(next(f"i{n}" for n in range(100) if shard_of(f"i{n}", 2) == 0))
+    clock.now += timedelta(seconds=16)  # the first owner stopped renewing: its lease is free
+    second.claim()
+    assert not first.renew()
+    with pytest.raises(NotShardOwner, match="no longer owns online shard 0"):
+        first.instance("i1")
+    with pytest.raises(RuntimeError, match=r"LITEHIT_ONLINE_SHARD=2 must be in \[0, 2\)"):
+        ShardOwner(s.model_copy(update={"online_shard": 2})).claim()
+    second.release()
 
 
 @pytest.mark.service

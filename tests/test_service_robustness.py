@@ -57,6 +57,9 @@ def lane_rows(settings: Settings, job_id: str) -> list[LaneRun]:
 
 
 def test_worker_killed_mid_lane(api: Any, service_settings: Settings, celery_workers: Workers, tmp_path: Path) -> None:
+    """A worker process SIGKILLed while it replays a lane: once the lane's heartbeat is stale it
+    is claimed again (its message redelivered, or sent again by the recovery sweep), and the job
+    ends succeeded with the same facts as an uninterrupted in-process replay."""
     data = long_trace(200_000)
     trace = upload(api, data, "kill.jsonl")
     job_id = api.post("/v1/replays", json={**TWO_LANES, "trace_id": trace["id"]}).json()["id"]
@@ -70,14 +73,11 @@ def test_worker_killed_mid_lane(api: Any, service_settings: Settings, celery_wor
     assert pid in celery_workers.children()
     os.kill(pid, signal.SIGKILL)
     job = wait_job(api, f"/v1/replays/{job_id}", timeout=120)
+    assert job["state"] == "succeeded", job["error"]
+    killed = next(lane for lane in job["lanes"] if lane["lane"] == running.lane)
+    assert killed["attempts"] == 2  # the kill hit the lane mid-run: it was run once more, not skipped
     facts = service_settings.storage / "jobs" / job_id / "out" / "litehit_facts.csv"
-    if job["state"] == "succeeded":
-        assert facts.read_bytes() == local_facts(tmp_path, data, TWO_LANES)
-        killed = next(lane for lane in job["lanes"] if lane["lane"] == running.lane)
-        assert killed["attempts"] >= 2
-    else:
-        assert job["state"] == "failed" and "lane" in job["error"]
-        assert not facts.exists()
+    assert facts.read_bytes() == local_facts(tmp_path, data, TWO_LANES)
     assert not (facts.parent / "litehit_facts.csv.tmp").exists()
     wait_for(lambda: len(celery_workers.children()) >= 2, 30, "the pool to replace the killed process")
 

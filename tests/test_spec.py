@@ -256,3 +256,11 @@ def test_load_config_file_errors(tmp_path: Path) -> None:
     good = tmp_path / "good.json"
     good.write_text(json.dumps(EXAMPLE))
     assert load_replay_config(good).instances[1].instance_id == "bs64"
+
+
+def test_the_trace_format_enum_names_exactly_the_c_format_table() -> None:
+    from core_c.scan import TRACE_FORMATS
+    from litehit.replay.plan import INSTANCELESS
+
+    assert {f.value for f in TraceFormat} == {f.name for f in TRACE_FORMATS}
+    assert {TraceFormat.MOONCAKE, TraceFormat.QWEN_BAILIAN} == INSTANCELESS

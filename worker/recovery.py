@@ -15,6 +15,7 @@ from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session
 
 from litehit.db.models import Job, LaneRun, utcnow
+from litehit.db.states import JobState, LaneState, Stage
 from litehit.settings import Settings
 from litehit.storage import Storage
 from worker.jobs.state import fail_job
@@ -24,7 +25,11 @@ __all__ = ["sweep"]
 
 log = logging.getLogger(__name__)
 
-STAGE_TASK = {("replay", "parse"): PARSE_TASK, ("replay", "merge"): MERGE_TASK, ("query", "query"): QUERY_TASK}
+STAGE_TASK = {
+    ("replay", Stage.PARSE): PARSE_TASK,
+    ("replay", Stage.MERGE): MERGE_TASK,
+    ("query", Stage.QUERY): QUERY_TASK,
+}
 
 
 def sweep(session: Session, settings: Settings, enqueue: Enqueue) -> list[str]:
@@ -42,19 +47,21 @@ def sweep(session: Session, settings: Settings, enqueue: Enqueue) -> list[str]:
             log.warning("sweep could not enqueue %s%s: %s", task, args, exc)
             return False
 
-    for job in session.scalars(select(Job).where(Job.state == "queued", Job.cancel_requested.is_(True))):
-        if fail_job(session, job.id, "cancelled before it started", state="cancelled"):
+    for job in session.scalars(select(Job).where(Job.state == JobState.QUEUED, Job.cancel_requested.is_(True))):
+        if fail_job(session, job.id, "cancelled before it started", state=JobState.CANCELLED):
             actions.append(f"cancelled {job.id}")
     # Queued jobs whose message may be lost: enqueue again (heartbeat_at = last enqueue).
     for job in session.scalars(
-        select(Job).where(Job.state == "queued", or_(Job.heartbeat_at.is_(None), Job.heartbeat_at < stale))
+        select(Job).where(Job.state == JobState.QUEUED, or_(Job.heartbeat_at.is_(None), Job.heartbeat_at < stale))
     ):
         task = PARSE_TASK if job.kind == "replay" else QUERY_TASK
         if send(task, job.id):
             session.execute(update(Job).where(Job.id == job.id).values(heartbeat_at=now))
             actions.append(f"requeued {job.id}")
     session.commit()
-    running = select(Job).where(Job.state == "running", or_(Job.heartbeat_at.is_(None), Job.heartbeat_at < stale))
+    running = select(Job).where(
+        Job.state == JobState.RUNNING, or_(Job.heartbeat_at.is_(None), Job.heartbeat_at < stale)
+    )
     for job in session.scalars(running).all():
         stage_task = STAGE_TASK.get((job.kind, job.stage))
         if stage_task is None:
@@ -69,16 +76,17 @@ def sweep(session: Session, settings: Settings, enqueue: Enqueue) -> list[str]:
         select(LaneRun, Job)
         .join(Job)
         .where(
-            Job.state == "running",
-            Job.stage == "lanes",
+            Job.state == JobState.RUNNING,
+            Job.stage == Stage.LANES,
             or_(
-                (LaneRun.state == "running") & or_(LaneRun.heartbeat_at.is_(None), LaneRun.heartbeat_at < stale),
-                (LaneRun.state == "queued") & or_(Job.heartbeat_at.is_(None), Job.heartbeat_at < stale),
+                (LaneRun.state == LaneState.RUNNING)
+                & or_(LaneRun.heartbeat_at.is_(None), LaneRun.heartbeat_at < stale),
+                (LaneRun.state == LaneState.QUEUED) & or_(Job.heartbeat_at.is_(None), Job.heartbeat_at < stale),
             ),
         )
     )
     for lane, job in session.execute(lanes).all():
-        if lane.state == "queued":  # throttle: waiting lanes are sent again at most once per stale period
+        if lane.state == LaneState.QUEUED:  # throttle: waiting lanes are sent again at most once per stale period
             session.execute(update(Job).where(Job.id == job.id).values(heartbeat_at=now))
         if lane.attempts >= settings.task_max_attempts:
             reason = f"lane {lane.instance_id}: gave up after {lane.attempts} attempts (worker lost?)"

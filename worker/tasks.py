@@ -9,10 +9,10 @@ from __future__ import annotations
 from litehit.db.session import session_scope
 from litehit.settings import get_settings
 from worker.celery_app import app, enqueue
+from worker.errors import TRANSIENT
 from worker.jobs.query_job import run_query
 from worker.jobs.replay_job import run_lane, run_merge, run_parse
 from worker.jobs.submit import LANE_TASK, MERGE_TASK, PARSE_TASK, QUERY_TASK
-from worker.jobs.transient import TRANSIENT
 
 RETRY = {
     "autoretry_for": TRANSIENT,

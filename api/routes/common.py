@@ -1,18 +1,20 @@
-"""Helpers shared by the routes: pagination and 404s."""
+"""What the routes share: pagination, 404s, fast JSON views and the answer to a submitted job."""
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+import logging
+from typing import Any
 
 from fastapi import Response
 from pydantic import BaseModel
-from sqlalchemy import Select, func, select
+from sqlalchemy import Select, func, select, update
 from sqlalchemy.orm import Session
 
 from api.errors import ApiError
-from litehit.db.models import Job, LaneRun, QuerySummary
+from litehit.db.models import Job, LaneRun, QuerySummary, utcnow
+from worker.jobs.submit import Enqueue
 
-T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 
 def paginate(
@@ -68,3 +70,26 @@ def summary_rows(session: Session, job_ids: list[str]) -> dict[str, list[dict[st
     for row in session.execute(query).mappings():
         out[row["job_id"]].append(dict(row))
     return out
+
+
+def accepted(
+    session: Session, enqueue: Enqueue, response: Response, job: Job, created: bool, task: str, location: str
+) -> None:
+    """202 and enqueue for a new job, 200 for the one an Idempotency-Key names; Location either way."""
+    if created:
+        _enqueue(session, enqueue, job, task)
+    else:
+        response.status_code = 200
+    response.headers["Location"] = location
+
+
+def _enqueue(session: Session, enqueue: Enqueue, job: Job, task: str) -> None:
+    """Commit the row (done by the caller), then enqueue. A broker outage leaves the job queued:
+    the sweep enqueues it again once the broker is back."""
+    try:
+        enqueue(task, job.id)
+    except Exception as exc:
+        log.warning("could not enqueue job %s yet: %s", job.id, exc)
+        return
+    session.execute(update(Job).where(Job.id == job.id).values(heartbeat_at=utcnow()))
+    session.commit()

@@ -1,15 +1,16 @@
-"""/v1/online/*: forwarded to the owner process of the instance's shard (api/online.py), so
-that clients use one address while each instance's state lives in exactly one process."""
+"""/v1/online/* of the public API: forwarded to the owner process of the instance's shard, so
+that clients use one address while each instance's state lives in exactly one process. The
+owner's own routes, which do the work, are in api/online.py."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import httpx
 from fastapi import APIRouter, Request, Response
 
 from api.errors import ApiError
+from api.schemas import OnlineInstanceAddress
 from litehit.online.store import shard_of
 from litehit.settings import Settings
 
@@ -36,7 +37,7 @@ def _owners(request: Request) -> list[str]:
     return urls
 
 
-async def _forward(request: Request, base: str, path: str, body: bytes | None = None) -> Response:
+async def _forward(request: Request, base: str, path: str) -> Response:
     client: httpx.AsyncClient = request.app.state.online_client
     headers = {k: v for k, v in request.headers.items() if k.lower() in FORWARDED}
     try:
@@ -44,7 +45,7 @@ async def _forward(request: Request, base: str, path: str, body: bytes | None = 
             request.method,
             f"{base}{path}",
             params=request.query_params,
-            content=await request.body() if body is None else body,
+            content=await request.body(),
             headers=headers,
         )
     except httpx.HTTPError as exc:
@@ -68,20 +69,8 @@ async def list_groups(request: Request) -> Response:
 
 
 @router.post("/instances", status_code=201, summary="Register an instance on the shard that owns it")
-async def create_instance(request: Request) -> Response:
-    body = await request.body()
-    try:
-        instance_id = json.loads(body).get("instance_id", "")
-    except (ValueError, AttributeError):
-        raise ApiError(422, "validation_error", "the body must be a JSON object with instance_id") from None
-    if not isinstance(instance_id, str):
-        raise ApiError(
-            422,
-            "validation_error",
-            "instance_id must be a string",
-            details=[{"loc": ["body", "instance_id"], "msg": "must be a string", "input": instance_id}],
-        )
-    return await _forward(request, _owner_of(request, instance_id), "/v1/online/instances", body)
+async def create_instance(request: Request, body: OnlineInstanceAddress) -> Response:
+    return await _forward(request, _owner_of(request, body.instance_id), "/v1/online/instances")
 
 
 @router.get("/instances", summary="ListInstances over every shard")

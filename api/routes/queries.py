@@ -10,11 +10,12 @@ from sqlalchemy import select
 
 from api.deps import EnqueueDep, SessionDep, StorageDep
 from api.errors import ApiError
-from api.routes.common import JOBS, fast_json, job_or_404, job_row, paginate, summary_rows
-from api.routes.replays import accepted
+from api.routes.common import JOBS, accepted, fast_json, job_or_404, job_row, paginate, summary_rows
 from api.schemas import ErrorResponse, Page, QueryCreate, QueryPublic
+from litehit.db.states import JobState
 from litehit.storage import CURVE_FILE, PLOT_FILE, REQUESTS_FILE
-from worker.jobs.submit import QUERY_TASK, IdempotencyConflict, create_query_job
+from worker.errors import IdempotencyConflict
+from worker.jobs.submit import QUERY_TASK, create_query_job
 
 router = APIRouter(prefix="/queries", tags=["queries"])
 
@@ -43,7 +44,7 @@ def query_view(job: dict[str, Any], summaries: list[dict[str, Any]]) -> dict[str
         entry["total_hit_tokens"].append(row["total_hit_tokens"])
         entry["hit_rates"].append(row["hit_rate"])
     links = {}
-    if job["state"] == "succeeded":
+    if job["state"] == JobState.SUCCEEDED:
         base = f"/v1/queries/{job['id']}"
         links = {"requests": f"{base}/requests", "curve": f"{base}/curve", "plot": f"{base}/plot.png"}
     ordered = [instances[k] for k in sorted(instances, key=lambda s: s.encode())]
@@ -105,7 +106,7 @@ def get_query(job_id: str, session: SessionDep) -> Response:
 
 def _file(session: SessionDep, storage: StorageDep, job_id: str, name: str, media: str) -> FileResponse:
     job = job_or_404(session, job_id, "query")
-    if job.state != "succeeded" or not job.output_path:
+    if job.state != JobState.SUCCEEDED or not job.output_path:
         raise ApiError(409, "not_ready", f"the query is {job.state}; results exist only once it succeeded")
     return FileResponse(storage.absolute(job.output_path) / name, media_type=media)
 

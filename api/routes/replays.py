@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Query, Response
@@ -11,46 +10,26 @@ from sqlalchemy import select, update
 
 from api.deps import EnqueueDep, SessionDep, StorageDep
 from api.errors import ApiError
-from api.routes.common import JOBS, fast_json, job_or_404, job_row, lane_rows, paginate
+from api.routes.common import JOBS, accepted, fast_json, job_or_404, job_row, lane_rows, paginate
 from api.schemas import ErrorResponse, Page, ReplayCreate, ReplayPublic
-from litehit.db.models import Job, utcnow
-from worker.jobs.state import TERMINAL, fail_job
-from worker.jobs.submit import PARSE_TASK, IdempotencyConflict, create_replay_job
+from litehit.db.models import Job
+from litehit.db.states import TERMINAL, JobState
+from worker.errors import IdempotencyConflict
+from worker.jobs.state import fail_job
+from worker.jobs.submit import PARSE_TASK, create_replay_job
 
 router = APIRouter(prefix="/replays", tags=["replays"])
-log = logging.getLogger(__name__)
 
 
 def replay_view(job: dict[str, Any], lanes: list[dict[str, Any]]) -> dict[str, Any]:
     facts = None
-    if job["state"] == "succeeded" and job["output_path"]:
+    if job["state"] == JobState.SUCCEEDED and job["output_path"]:
         facts = {"path": job["output_path"], "url": f"/v1/replays/{job['id']}/facts"}
     return {**job, "lanes": lanes, "facts": facts}
 
 
 def load_replay(session: Any, job_id: str) -> dict[str, Any]:
     return replay_view(job_row(session, job_id, "replay"), lane_rows(session, [job_id])[job_id])
-
-
-def accepted(session: Any, enqueue: Any, response: Response, job: Job, created: bool, task: str, location: str) -> None:
-    """202 and enqueue for a new job, 200 for the one an Idempotency-Key names; Location either way."""
-    if created:
-        submit(session, enqueue, job, task)
-    else:
-        response.status_code = 200
-    response.headers["Location"] = location
-
-
-def submit(session: Any, enqueue: Any, job: Job, task: str) -> None:
-    """Commit the row (done by the caller), then enqueue. A broker outage leaves the job queued:
-    the sweep enqueues it again once the broker is back."""
-    try:
-        enqueue(task, job.id)
-    except Exception as exc:
-        log.warning("could not enqueue job %s yet: %s", job.id, exc)
-        return
-    session.execute(update(Job).where(Job.id == job.id).values(heartbeat_at=utcnow()))
-    session.commit()
 
 
 @router.post(
@@ -112,7 +91,7 @@ def get_replay(job_id: str, session: SessionDep) -> Response:
 )
 def get_facts(job_id: str, session: SessionDep, storage: StorageDep) -> FileResponse:
     job = job_or_404(session, job_id, "replay")
-    if job.state != "succeeded" or not job.output_path:
+    if job.state != JobState.SUCCEEDED or not job.output_path:
         raise ApiError(409, "not_ready", f"the replay is {job.state}; facts exist only once it succeeded")
     return FileResponse(
         storage.absolute(job.output_path), media_type="text/csv", filename=f"litehit_facts_{job.id}.csv"
@@ -131,6 +110,8 @@ def cancel_replay(job_id: str, session: SessionDep, storage: StorageDep) -> dict
         raise ApiError(409, "conflict", f"the replay already ended ({job.state})")
     session.execute(update(Job).where(Job.id == job_id).values(cancel_requested=True))
     session.commit()
-    if job.state == "queued" and fail_job(session, job_id, "cancelled before it started", state="cancelled"):
+    if job.state == JobState.QUEUED and fail_job(
+        session, job_id, "cancelled before it started", state=JobState.CANCELLED
+    ):
         storage.remove_work(job_id)
     return load_replay(session, job_id)

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import io
 import os
 import shutil
+from pathlib import Path
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
 from sqlalchemy import select
+from sqlalchemy.orm import Session
+from starlette.concurrency import run_in_threadpool
 
 from api.deps import SessionDep, SettingsDep, StorageDep
 from api.errors import ApiError
@@ -17,10 +21,88 @@ from api.routes.common import paginate
 from api.schemas import ErrorResponse, Page, TracePublic
 from litehit.db.models import Trace, new_id
 from litehit.errors import LiteHitError
+from litehit.spec import TraceFormat
 from litehit.traces.formats import detect_format
 from litehit.traces.source import GZIP_MAGIC, ZSTD_MAGIC
 
 router = APIRouter(prefix="/traces", tags=["traces"])
+
+WRITE_BATCH_BYTES = 1 << 20  # pieces of the request body are written and hashed in batches of this size
+
+
+class _Upload:
+    """An upload received into ``NAME.part`` beside its final name. The event loop only reads
+    the request and counts bytes; writing, hashing, fsync and the format check run in worker
+    threads, one call at a time."""
+
+    def __init__(self, final: Path, limit: int) -> None:
+        self.final, self.limit = final, limit
+        self.tmp = final.with_name(final.name + ".part")
+        self.digest = hashlib.sha256()
+        self.size, self.head = 0, b""
+        self.batch: list[bytes] = []
+        self.batch_bytes = 0
+        self.file: io.BufferedWriter | None = None
+
+    def open(self) -> None:
+        self.final.parent.mkdir(parents=True, exist_ok=True)
+        self.file = self.tmp.open("wb")
+
+    def take(self, piece: bytes) -> bytes | None:
+        """Counts a piece of the body (413 past the limit); returns a batch once it is due."""
+        self.size += len(piece)
+        if self.size > self.limit:
+            raise ApiError(413, "payload_too_large", f"the upload exceeds the limit of {self.limit} bytes")
+        if len(self.head) < 4:
+            self.head += piece[:4]
+        self.batch.append(piece)
+        self.batch_bytes += len(piece)
+        return self.take_batch() if self.batch_bytes >= WRITE_BATCH_BYTES else None
+
+    def take_batch(self) -> bytes:
+        data = b"".join(self.batch)
+        self.batch.clear()
+        self.batch_bytes = 0
+        return data
+
+    def write(self, data: bytes) -> None:
+        assert self.file is not None
+        self.digest.update(data)
+        self.file.write(data)
+
+    def finish(self) -> TraceFormat:
+        """Writes the rest, makes the file durable, names its format and moves it into place."""
+        assert self.file is not None
+        with self.file as f:
+            self.write(self.take_batch())
+            f.flush()
+            os.fsync(f.fileno())
+        if self.size == 0:
+            raise ApiError(422, "empty_upload", "the request body is empty")
+        try:
+            fmt = detect_format(self.tmp)
+        except LiteHitError as exc:
+            raise ApiError(422, "unknown_trace_format", str(exc).replace(str(self.tmp), self.final.name)) from None
+        if fmt is None:
+            raise ApiError(422, "unknown_trace_format", "the trace has no rows")
+        os.replace(self.tmp, self.final)
+        return fmt
+
+    def discard(self) -> None:
+        if self.file is not None:
+            self.file.close()
+        with contextlib.suppress(OSError):
+            self.tmp.unlink()
+        shutil.rmtree(self.final.parent, ignore_errors=True)
+
+    @property
+    def compression(self) -> str:
+        return "gzip" if self.head.startswith(GZIP_MAGIC) else "zstd" if self.head.startswith(ZSTD_MAGIC) else "none"
+
+
+def _record(session: Session, trace: Trace) -> None:
+    session.add(trace)
+    session.commit()
 
 
 @router.post(
@@ -43,49 +125,27 @@ async def upload_trace(
     if declared and declared.isdigit() and int(declared) > limit:
         raise ApiError(413, "payload_too_large", f"the upload is {declared} bytes; the limit is {limit}")
     trace_id = new_id()
-    directory = storage.upload_dir(trace_id)
-    directory.mkdir(parents=True, exist_ok=True)
-    final = directory / storage.safe_name(name)
-    tmp = final.with_name(final.name + ".part")
-    digest, size, head = hashlib.sha256(), 0, b""
+    upload = _Upload(storage.upload_dir(trace_id) / storage.safe_name(name), limit)
     try:
-        with tmp.open("wb") as f:
-            async for piece in request.stream():
-                size += len(piece)
-                if size > limit:
-                    raise ApiError(413, "payload_too_large", f"the upload exceeds the limit of {limit} bytes")
-                if len(head) < 4:
-                    head += piece[:4]
-                digest.update(piece)
-                f.write(piece)
-            f.flush()
-            os.fsync(f.fileno())
-        if size == 0:
-            raise ApiError(422, "empty_upload", "the request body is empty")
-        try:
-            fmt = detect_format(tmp)
-        except LiteHitError as exc:
-            raise ApiError(422, "unknown_trace_format", str(exc).replace(str(tmp), final.name)) from None
-        if fmt is None:
-            raise ApiError(422, "unknown_trace_format", "the trace has no rows")
-        os.replace(tmp, final)
+        await run_in_threadpool(upload.open)
+        async for piece in request.stream():
+            batch = upload.take(piece)
+            if batch is not None:
+                await run_in_threadpool(upload.write, batch)
+        fmt = await run_in_threadpool(upload.finish)
     except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        shutil.rmtree(directory, ignore_errors=True)
+        await run_in_threadpool(upload.discard)  # runs to its end even when the request is cancelled
         raise
-    compression = "gzip" if head.startswith(GZIP_MAGIC) else "zstd" if head.startswith(ZSTD_MAGIC) else "none"
     trace = Trace(
         id=trace_id,
-        name=final.name,
-        path=storage.relative(final),
-        size_bytes=size,
-        sha256=digest.hexdigest(),
-        compression=compression,
+        name=upload.final.name,
+        path=storage.relative(upload.final),
+        size_bytes=upload.size,
+        sha256=upload.digest.hexdigest(),
+        compression=upload.compression,
         trace_format=str(fmt),
     )
-    session.add(trace)
-    session.commit()
+    await run_in_threadpool(_record, session, trace)
     return trace
 
 

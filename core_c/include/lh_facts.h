@@ -5,12 +5,18 @@
  * hit_curve is always quoted JSON "[[start,run],...]"; string fields are quoted only when they
  * contain , " CR or LF (a quote is doubled inside quotes); numbers are plain decimal; '\n' ends
  * every line. The opt-in extended format appends complete_blocks,cut_reason (none|cold|expired).
+ *
+ * Writing: lh_facts_render (src/lh_facts_render.c) turns replay outputs into rows.
+ * Reading:  lh_facts_parse (src/lh_facts_parse.c) turns rows back into columns: strict CSV, the
+ *           original's messages, plus semantic checks that catch corrupted curves.
  */
 #ifndef LH_FACTS_H
 #define LH_FACTS_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+/* ---- writing ----------------------------------------------------------------------------- */
 
 /* Upper bound of the bytes lh_facts_render writes for these rows (see its arguments). */
 size_t lh_facts_render_bound(const int64_t *id_offsets, const int64_t *lane_id_offsets,
@@ -32,5 +38,48 @@ int lh_facts_render(const char *ids, const int64_t *id_offsets, const int64_t *t
                     const int64_t *input_lens, const int64_t *out_seg_lo, const int64_t *out_seg_hi,
                     const int64_t *segs, int extended, const int64_t *blocks, const uint8_t *cuts,
                     size_t n_out, char *buf, size_t cap, size_t *written, char *err, size_t errlen);
+
+/* ---- reading ----------------------------------------------------------------------------- */
+
+typedef struct lh_facts_reader lh_facts_reader;
+
+/* Columns of the rows of the last parse; owned by the reader, valid until the next parse or
+ * destroy. */
+typedef struct lh_facts_table {
+  size_t n_rows;
+  const int64_t *line;       /* 1-based file line (the header is line 1) */
+  const int64_t *id_offsets; /* n_rows + 1 into ids: trace ids, CSV-unescaped */
+  const char *ids;
+  const int32_t *instance; /* index into this chunk's instance table */
+  size_t n_instances;
+  const int64_t *instance_offsets;
+  const char *instance_names;
+  const int64_t *timestamp;
+  const int64_t *input_len;
+  const int64_t *block_size;
+  const int64_t *block_bytes;
+  const int64_t *seg_offsets; /* n_rows + 1, in segments */
+  const int64_t *segs;        /* flat (start, run) pairs */
+  size_t n_segs;
+  const int64_t *blocks; /* extended facts: complete blocks of the request */
+  const uint8_t *cut;    /* extended facts: LH_CUT_* */
+  int64_t error_line;    /* line of the first bad row, 0 if none */
+  size_t lines;          /* lines consumed */
+} lh_facts_table;
+
+/* Creates a reader (owns growable column buffers): LH_OK and *out, or LH_ENOMEM. Release it
+ * with lh_facts_reader_destroy. */
+int lh_facts_reader_create(lh_facts_reader **out, char *err, size_t errlen);
+
+/* Releases a reader and every table it returned. NULL is a no-op. */
+void lh_facts_reader_destroy(lh_facts_reader *reader);
+
+/* Parses whole lines buf[0..len) (no header), first line numbered first_line. extended != 0
+ * expects the two extra columns. Empty lines are skipped; a trailing CR is ignored. Returns
+ * LH_OK, or LH_EPARSE with table->error_line and the reason in err (rows before it are valid),
+ * or LH_ENOMEM. table (caller-owned) is filled in every case; the ids and names it points to
+ * are copies, buf need not outlive the call. */
+int lh_facts_parse(lh_facts_reader *reader, const char *buf, size_t len, int64_t first_line, int extended,
+                   lh_facts_table *table, char *err, size_t errlen);
 
 #endif

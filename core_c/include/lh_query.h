@@ -1,9 +1,8 @@
-/* lh_query.h - reading facts CSV rows and answering capacity queries over many rows at once.
+/* lh_query.h - answering capacity queries over many parsed facts rows at once.
  *
- * lh_facts_parse turns whole facts lines into columns (strict CSV, the original's messages,
- * plus semantic checks that catch corrupted curves). lh_query_chunk projects every row at every
- * capacity slot through the projector (lh_project.h), accumulates integer sums per instance and
- * optionally renders the per-request JSONL rows of the original facts query.
+ * lh_query_chunk projects every row of a parsed facts table (lh_facts.h) at every capacity slot
+ * through the projector (lh_project.h), accumulates integer sums per instance and optionally
+ * renders the per-request JSONL rows of the original facts query.
  */
 #ifndef LH_QUERY_H
 #define LH_QUERY_H
@@ -11,40 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef struct lh_facts_reader lh_facts_reader;
-
-/* Columns of the rows of the last parse; valid until the next parse or destroy. */
-typedef struct lh_facts_table {
-  size_t n_rows;
-  const int64_t *line;       /* 1-based file line (the header is line 1) */
-  const int64_t *id_offsets; /* n_rows + 1 into ids: trace ids, CSV-unescaped */
-  const char *ids;
-  const int32_t *instance; /* index into this chunk's instance table */
-  size_t n_instances;
-  const int64_t *instance_offsets;
-  const char *instance_names;
-  const int64_t *timestamp;
-  const int64_t *input_len;
-  const int64_t *block_size;
-  const int64_t *block_bytes;
-  const int64_t *seg_offsets; /* n_rows + 1, in segments */
-  const int64_t *segs;        /* flat (start, run) pairs */
-  size_t n_segs;
-  const int64_t *blocks; /* extended facts: complete blocks of the request */
-  const uint8_t *cut;    /* extended facts: LH_CUT_* */
-  int64_t error_line;    /* line of the first bad row, 0 if none */
-  size_t lines;          /* lines consumed */
-} lh_facts_table;
-
-int lh_facts_reader_create(lh_facts_reader **out, char *err, size_t errlen);
-void lh_facts_reader_destroy(lh_facts_reader *reader);
-
-/* Parses whole lines buf[0..len) (no header), first line numbered first_line. extended != 0
- * expects the two extra columns. Empty lines are skipped; a trailing CR is ignored. Returns
- * LH_OK, or LH_EPARSE with table->error_line and the reason in err (rows before it are valid),
- * or LH_ENOMEM. */
-int lh_facts_parse(lh_facts_reader *reader, const char *buf, size_t len, int64_t first_line, int extended,
-                   lh_facts_table *table, char *err, size_t errlen);
+#include "lh_facts.h" /* lh_facts_table */
 
 /* Projects rows row_lo.. of a parsed table at n_slots capacities, in order.
  *   slot_bytes[s]   capacity in bytes (ignored for infinite slots); blocks = bytes / block_bytes

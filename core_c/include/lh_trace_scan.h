@@ -1,21 +1,16 @@
 /* lh_trace_scan.h - strict JSONL trace scanner: text rows -> flat, validated columns.
  *
- * One call scans a buffer of whole lines (a chunk of a trace file) in one of the supported row
- * formats and appends one record per read or write row to columnar arrays owned by the scanner:
- * timestamps in ns, input lengths, block keys (flat + offsets), trace ids (flat bytes + offsets)
- * and the row's instance (an index into the chunk's table of distinct instance names).
+ * One call scans a buffer of whole lines (a chunk of a trace file) in one of the formats of the
+ * format table (lh_trace_format.h) and appends one record per read or write row to columnar
+ * arrays owned by the scanner: timestamps in ns, input lengths, block keys (flat + offsets),
+ * trace ids (flat bytes + offsets) and the row's instance (an index into the chunk's table of
+ * distinct instance names).
  * Blank lines (only spaces, tabs, CR) are skipped. Every row must be one JSON object (RFC 8259,
  * UTF-8); the first malformed row stops the scan with LH_EPARSE, its 1-based line number in
  * result->error_line and the reason in err; the records before it remain valid.
  *
- * Formats (see the trace reader docs for the full field rules):
- *   LH_FMT_STANDARD   {"type","instance_id","trace_id","timestamp_ns","keys","input_len",...}
- *   LH_FMT_MOONCAKE   {"timestamp" ms, "input_length", "hash_ids"}; keys = hash_ids[: len // bs],
- *                     trace id = line number
- *   LH_FMT_QWEN       {"chat_id","timestamp" s (float),"input_length","hash_ids","type","turn"};
- *                     keys = hash_ids[: len // bs], trace id = chat_id
- *   LH_FMT_PUBLISHER  cache-manager event log: GetCacheLocation = read, StartWriteCache = write,
- *                     trigger_time_us, source = instance, id = trace id; length derived later
+ * The formats are listed in lh_trace_format.h; each row rule's file (src/lh_format_*.c) states
+ * the fields it reads and the record it makes of them.
  */
 #ifndef LH_TRACE_SCAN_H
 #define LH_TRACE_SCAN_H
@@ -23,10 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define LH_FMT_STANDARD 1
-#define LH_FMT_MOONCAKE 2
-#define LH_FMT_QWEN 3
-#define LH_FMT_PUBLISHER 4
+#include "lh_trace_format.h" /* LH_FMT_* */
 
 #define LH_ROW_READ 1
 #define LH_ROW_WRITE 2
@@ -59,12 +51,16 @@ typedef struct lh_scan_result {
   size_t lines;       /* lines consumed (including blank ones and the failing one) */
 } lh_scan_result;
 
-/* Creates a scanner (owns growable output buffers). Release with lh_scan_destroy. */
+/* Creates a scanner (owns growable output buffers): LH_OK and *out, or LH_ENOMEM. Release it
+ * with lh_scan_destroy. */
 int lh_scan_create(lh_scan **out, char *err, size_t errlen);
+
+/* Releases a scanner and every column it returned. NULL is a no-op. */
 void lh_scan_destroy(lh_scan *scan);
 
 /* Scans buf[0..len) whose first line has number first_line. The last line needs no '\n'.
  * trace_block_size (> 0) is the trace's tokens per block (mooncake/qwen key truncation).
+ * format is an LH_FMT_* code of the format table.
  * Returns LH_OK, LH_EPARSE (malformed row; see result->error_line), LH_EINVAL (bad format or
  * block size) or LH_ENOMEM. result is filled in every case. */
 int lh_scan_chunk(lh_scan *scan, int format, const char *buf, size_t len, int64_t first_line,

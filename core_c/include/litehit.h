@@ -1,4 +1,7 @@
-/* litehit.h - umbrella header of the LiteHit C library (what the cffi module includes). */
+/* litehit.h - umbrella header of the LiteHit C library (what the cffi module includes).
+ *
+ * It includes exactly the public headers, the ones core_c/build_ffi.py generates the cffi
+ * declarations from; the internal headers listed there are C-only and never included here. */
 #ifndef LITEHIT_H
 #define LITEHIT_H
 
@@ -6,9 +9,11 @@
 #include "lh_facts.h"
 #include "lh_lane.h"
 #include "lh_normalize.h"
+#include "lh_policy.h"
 #include "lh_prefix_hash.h"
 #include "lh_project.h"
 #include "lh_query.h"
+#include "lh_trace_format.h"
 #include "lh_trace_scan.h"
 
 #endif

@@ -1,21 +1,14 @@
-/* test_parsers.c - the trace scanner and the facts renderer under AddressSanitizer + UBSan:
- * golden rows of every format, every error path we can name, and a mutation fuzz loop that must
- * never read out of bounds, leak or trip undefined behaviour. Exit status 0 = all passed. */
+/* test_parsers.c - the trace scanner, its format table and the facts renderer under
+ * AddressSanitizer + UBSan: golden rows of every format, every error path we can name, the
+ * table's entries against the row rules, and a mutation fuzz loop that must never read out of
+ * bounds, leak or trip undefined behaviour. Exit status 0 = all passed. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "lh_test.h"
+#include "lh_trace_row.h" /* internal: the row rules behind the table */
 #include "litehit.h"
-
-static int failures = 0;
-
-#define CHECK(cond)                                                                 \
-  do {                                                                              \
-    if (!(cond)) {                                                                  \
-      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);      \
-      failures++;                                                                   \
-    }                                                                               \
-  } while (0)
 
 static int scan(lh_scan *s, int fmt, const char *text, lh_scan_result *res, char *err) {
   return lh_scan_chunk(s, fmt, text, strlen(text), 1, 16, res, err, LH_ERR_LEN);
@@ -99,6 +92,58 @@ static void test_other_formats(lh_scan *s) {
   CHECK(lh_scan_chunk(s, LH_FMT_MOONCAKE, "{}", 2, 1, 0, &r, err, LH_ERR_LEN) == LH_EINVAL);
 }
 
+/* Whether name is one of the fields the rule reads. */
+static int rule_reads(const lh_trace_rule *rule, const char *name, size_t n) {
+  for (int i = 0; i < rule->fields.n; i++) {
+    if (strlen(rule->fields.names[i]) == n && memcmp(rule->fields.names[i], name, n) == 0) return 1;
+  }
+  return 0;
+}
+
+static void test_format_table(lh_scan *s) {
+  /* One golden row per format: a read whose instance tells whether the format has instances. */
+  const struct {
+    int code;
+    const char *name;
+    int64_t block;
+    int instanceless;
+    const char *row;
+  } want[] = {
+      {LH_FMT_STANDARD, "standard", 256, 0,
+       "{\"type\":\"get\",\"instance_id\":\"i\",\"timestamp_ns\":1,\"keys\":[1],\"input_len\":16}"},
+      {LH_FMT_MOONCAKE, "mooncake", 512, 1, "{\"timestamp\":1,\"input_length\":16,\"hash_ids\":[1]}"},
+      {LH_FMT_QWEN, "qwen_bailian", 16, 1, "{\"chat_id\":1,\"timestamp\":1,\"input_length\":16,\"hash_ids\":[1]}"},
+      {LH_FMT_PUBLISHER, "publisher_log", 16, 0,
+       "{\"type\":\"GetCacheLocation\",\"source\":\"s\",\"trigger_time_us\":1,\"keys\":[1]}"},
+  };
+  size_t n = lh_trace_format_count();
+  CHECK(n == sizeof want / sizeof want[0]);
+  int priorities_seen = 0;
+  for (size_t i = 0; i < n && i < sizeof want / sizeof want[0]; i++) {
+    lh_trace_format_info info;
+    CHECK(lh_trace_format_get(i, &info) == LH_OK);
+    CHECK(info.code == want[i].code && strcmp(info.name, want[i].name) == 0);
+    CHECK(info.default_trace_block == want[i].block && info.instanceless == want[i].instanceless);
+    CHECK(info.detect_priority >= 1 && info.detect_priority <= 30 && !(priorities_seen & (1 << info.detect_priority)));
+    priorities_seen |= 1 << info.detect_priority;
+    const lh_trace_format *fmt = lh_trace_format_find(info.code);
+    CHECK(fmt != NULL && fmt->info.code == info.code && fmt->rule != NULL);
+    /* Every detection key is a field the format's rule reads. */
+    for (const char *k = info.detect_keys; fmt != NULL && *k;) {
+      size_t len = strcspn(k, ",");
+      CHECK(len > 0 && rule_reads(fmt->rule, k, len));
+      k += len + (k[len] == ',');
+    }
+    lh_scan_result r;
+    char err[LH_ERR_LEN];
+    CHECK(scan(s, info.code, want[i].row, &r, err) == LH_OK && r.n_rows == 1 && r.kind[0] == LH_ROW_READ);
+    CHECK((r.instance[0] == -1) == (info.instanceless != 0));
+  }
+  lh_trace_format_info info = {0, NULL, 0, 0, 0, NULL};
+  CHECK(lh_trace_format_get(n, &info) == LH_ERANGE && info.name == NULL);
+  CHECK(lh_trace_format_find(0) == NULL && lh_trace_format_find(99) == NULL);
+}
+
 static void test_render(void) {
   const char ids[] = "r1id,\"q";
   int64_t id_off[] = {0, 2, 7};
@@ -123,14 +168,6 @@ static void test_render(void) {
   free(buf);
 }
 
-static uint64_t rng = 0x9E3779B97F4A7C15ULL;
-static uint64_t rnd(void) {
-  rng ^= rng << 13;
-  rng ^= rng >> 7;
-  rng ^= rng << 17;
-  return rng;
-}
-
 /* Mutates valid rows (truncation, byte flips, insertions) and scans them in exact-size heap
  * buffers, so any read past the end is caught by ASan. */
 static void test_fuzz(lh_scan *s) {
@@ -147,25 +184,10 @@ static void test_fuzz(lh_scan *s) {
   int ok = 0, bad = 0;
   for (int iter = 0; iter < 40000; iter++) {
     int which = (int)(rnd() % 4);
-    size_t len = strlen(seeds[which]);
-    char *text = malloc(len + 8);
-    memcpy(text, seeds[which], len);
-    int edits = 1 + (int)(rnd() % 4);
-    for (int e = 0; e < edits; e++) {
-      size_t at = len ? (size_t)(rnd() % len) : 0;
-      switch (rnd() % 3) {
-        case 0: len = at; break;                                                   /* truncate */
-        case 1: if (len) text[at] = alphabet[rnd() % (sizeof alphabet - 1)]; break; /* flip */
-        default:                                                                   /* insert */
-          if (len < strlen(seeds[which]) + 7) {
-            memmove(text + at + 1, text + at, len - at);
-            text[at] = alphabet[rnd() % (sizeof alphabet - 1)];
-            len++;
-          }
-      }
-    }
-    char *exact = malloc(len ? len : 1);
-    memcpy(exact, text, len);
+    size_t len = 0;
+    char *exact = mutated(seeds[which], 4, alphabet, &len);
+    CHECK(exact != NULL);
+    if (exact == NULL) break;
     lh_scan_result r;
     char err[LH_ERR_LEN];
     int st = lh_scan_chunk(s, formats[which], exact, len, 1, 16, &r, err, sizeof err);
@@ -177,7 +199,6 @@ static void test_fuzz(lh_scan *s) {
       ok++;
     }
     free(exact);
-    free(text);
   }
   CHECK(ok > 100 && bad > 100);
 }
@@ -188,14 +209,10 @@ int main(void) {
   CHECK(lh_scan_create(&s, err, sizeof err) == LH_OK);
   test_standard(s);
   test_other_formats(s);
+  test_format_table(s);
   test_render();
   test_fuzz(s);
   lh_scan_destroy(s);
   lh_scan_destroy(NULL);
-  if (failures) {
-    fprintf(stderr, "%d check(s) failed\n", failures);
-    return 1;
-  }
-  printf("all C parser tests passed\n");
-  return 0;
+  return finish("parser");
 }

@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from litehit.db.migrate import SCHEMA_HEAD
+from litehit.db.states import JobState, LaneState, Stage
 from litehit.settings import Settings, get_settings
 
 if TYPE_CHECKING:
@@ -38,6 +39,9 @@ def ensure_schema(url: str) -> None:
     from litehit.db.migrate import upgrade  # Alembic is imported only when a migration runs
 
     upgrade(url)
+    reached = current_revision(url)
+    if reached != SCHEMA_HEAD:  # e.g. an install without its migrations
+        raise RuntimeError(f"migrating the database ended at revision {reached}, not {SCHEMA_HEAD}")
 
 
 class JobRecorder:
@@ -105,7 +109,7 @@ class JobRecorder:
                 kind=self.kind,
                 source="cli",
                 spec=self.spec,
-                stage="done",
+                stage=Stage.DONE,
                 started_at=self._started,
                 finished_at=utcnow(),
                 stats={},
@@ -115,23 +119,23 @@ class JobRecorder:
             session.flush()
             if exc is not None:
                 cancelled = isinstance(exc, KeyboardInterrupt)
-                job.state = "cancelled" if cancelled else "failed"
+                job.state = JobState.CANCELLED if cancelled else JobState.FAILED
                 job.error = "interrupted" if cancelled else str(exc)
             elif self._outcome is not None and self._outcome[0] == "replay":
                 self._replay_done(session, job, self._outcome[1], LaneRun)
             elif self._outcome is not None:
                 _, result, output = self._outcome
-                job.state, job.output_path = "succeeded", output
+                job.state, job.output_path = JobState.SUCCEEDED, output
                 job.stats = {"rows": result.rows, "instances": len(result.instances)}
                 record_summaries(session, job.id, result)
             else:
-                job.state = "failed"
+                job.state = JobState.FAILED
                 job.error = "ended without a result"
             self.job_id = job.id
 
     @staticmethod
     def _replay_done(session: Session, job: Any, result: ReplayResult, lane_model: Any) -> None:
-        job.state = "succeeded"
+        job.state = JobState.SUCCEEDED
         job.output_path = str(result.facts_path.resolve())
         job.stats = {
             "trace_format": result.trace_format.value,
@@ -147,7 +151,7 @@ class JobRecorder:
                     job_id=job.id,
                     lane=i,
                     instance_id=lane.instance_id,
-                    state="succeeded",
+                    state=LaneState.SUCCEEDED,
                     requests=lane.requests,
                     requests_total=lane.requests,
                     blocks=lane.blocks,

@@ -3,12 +3,19 @@ production path calls create_all."""
 
 from __future__ import annotations
 
+import os
+import socket
 import uuid
 from datetime import UTC, datetime
-from typing import Any, ClassVar
+from enum import StrEnum
+from typing import Any, ClassVar, TypeVar
 
 from sqlalchemy import JSON, BigInteger, Boolean, DateTime, Float, ForeignKey, Integer, String, Text, UniqueConstraint
+from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+from sqlalchemy.types import TypeDecorator
+
+from litehit.db.states import JobState, LaneState, Stage
 
 __all__ = [
     "Base",
@@ -18,10 +25,14 @@ __all__ = [
     "OnlineInstance",
     "OnlineShard",
     "QuerySummary",
+    "StrEnumColumn",
     "Trace",
+    "host_pid",
     "new_id",
     "utcnow",
 ]
+
+E = TypeVar("E", bound=StrEnum)
 
 
 def utcnow() -> datetime:
@@ -30,6 +41,29 @@ def utcnow() -> datetime:
 
 def new_id() -> str:
     return uuid.uuid4().hex
+
+
+def host_pid() -> str:
+    """This process as rows name it (the worker of a lane, the owner of an online shard)."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+class StrEnumColumn(TypeDecorator[E]):
+    """A StrEnum stored as its value in a plain string column (no database enum type, so no
+    migration); rows read back as enum members."""
+
+    impl = String
+    cache_ok = True
+
+    def __init__(self, enum: type[E], length: int) -> None:
+        super().__init__(length)
+        self.enum = enum
+
+    def process_bind_param(self, value: E | str | None, dialect: Dialect) -> str | None:
+        return None if value is None else str(value)
+
+    def process_result_value(self, value: Any | None, dialect: Dialect) -> E | None:
+        return None if value is None else self.enum(value)
 
 
 class Base(DeclarativeBase):
@@ -59,8 +93,8 @@ class Job(Base):
 
     id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
     kind: Mapped[str] = mapped_column(String(16), index=True)  # replay | query
-    state: Mapped[str] = mapped_column(String(16), index=True, default="queued")
-    stage: Mapped[str] = mapped_column(String(16), default="queued")  # queued|parse|lanes|merge|query|done
+    state: Mapped[JobState] = mapped_column(StrEnumColumn(JobState, 16), index=True, default=JobState.QUEUED)
+    stage: Mapped[Stage] = mapped_column(StrEnumColumn(Stage, 16), default=Stage.QUEUED)
     source: Mapped[str] = mapped_column(String(8), default="api")  # api | cli
     spec: Mapped[dict[str, Any]] = mapped_column(JSON)
     idempotency_key: Mapped[str | None] = mapped_column(String(255), nullable=True)
@@ -96,7 +130,7 @@ class LaneRun(Base):
     job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), primary_key=True)
     lane: Mapped[int] = mapped_column(Integer, primary_key=True)
     instance_id: Mapped[str] = mapped_column(String(255))
-    state: Mapped[str] = mapped_column(String(16), default="queued")  # queued|running|succeeded|failed
+    state: Mapped[LaneState] = mapped_column(StrEnumColumn(LaneState, 16), default=LaneState.QUEUED)
     requests_total: Mapped[int] = mapped_column(BigInteger, default=0)
     blocks_total: Mapped[int] = mapped_column(BigInteger, default=0)
     requests: Mapped[int] = mapped_column(BigInteger, default=0)

@@ -3,7 +3,7 @@
 A trace query is NormalizeRequest (no re-blocking; a missing length is keys x block_size) ->
 the lane core (TTL on wall-clock time, or the request's own timestamp_ns) -> the projector at
 every slot, then integer counters. Rates are derived from integer sums, never averaged.
-Everything here runs in the one process that owns the instance (api/online.py).
+Everything here runs in the one process that owns the instance (litehit/online/owner.py).
 """
 
 from __future__ import annotations

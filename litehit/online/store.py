@@ -1,19 +1,28 @@
 """Online configuration and counters in SQL, and the shard lease that makes one process the
-only owner of its instances' state."""
+only owner of its instances' state. Every function takes the session (and the time) from its
+caller: litehit.online.owner.ShardOwner."""
 
 from __future__ import annotations
 
 import zlib
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import delete, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from litehit.db.models import OnlineGroup, OnlineInstance, OnlineShard, utcnow
+from litehit.db.models import OnlineGroup, OnlineInstance, OnlineShard
 
-__all__ = ["claim_shard", "release_shard", "save_counters", "shard_of"]
+__all__ = [
+    "claim_shard",
+    "delete_instance",
+    "load_groups",
+    "load_instances",
+    "release_shard",
+    "save_counters",
+    "shard_of",
+]
 
 
 def shard_of(instance_id: str, shards: int) -> int:
@@ -21,9 +30,8 @@ def shard_of(instance_id: str, shards: int) -> int:
     return zlib.crc32(instance_id.encode()) % max(shards, 1)
 
 
-def claim_shard(session: Session, shard: int, owner: str, lease_s: float) -> bool:
+def claim_shard(session: Session, shard: int, owner: str, lease_s: float, now: datetime) -> bool:
     """Takes or renews the lease of a shard; False if another live owner holds it. Commits."""
-    now = utcnow()
     result = session.execute(
         update(OnlineShard)
         .where(
@@ -53,9 +61,8 @@ def release_shard(session: Session, shard: int, owner: str) -> None:
     session.commit()
 
 
-def save_counters(session: Session, counters: dict[str, dict[str, Any]]) -> None:
+def save_counters(session: Session, counters: dict[str, dict[str, Any]], now: datetime) -> None:
     """Stores the counters of the given instances with the time of this snapshot. Commits."""
-    now = utcnow()
     for instance_id, values in counters.items():
         session.execute(
             update(OnlineInstance)
@@ -71,3 +78,7 @@ def load_groups(session: Session) -> dict[str, dict[str, Any]]:
 
 def load_instances(session: Session, shard: int) -> list[OnlineInstance]:
     return list(session.scalars(select(OnlineInstance).where(OnlineInstance.shard == shard)))
+
+
+def delete_instance(session: Session, instance_id: str) -> None:
+    session.execute(delete(OnlineInstance).where(OnlineInstance.instance_id == instance_id))

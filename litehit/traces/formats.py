@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from core_c.scan import format_of_keys
 from litehit.errors import TraceError
 from litehit.spec import TraceFormat
 from litehit.traces.source import BOM, READ_ERRORS, open_trace
@@ -13,16 +14,12 @@ __all__ = ["detect_format", "format_from_row"]
 
 
 def format_from_row(row: object) -> TraceFormat | None:
-    """The format a parsed JSON row belongs to, or None when it matches none."""
+    """The format a parsed JSON row belongs to (the C format table's detection keys, in its
+    order), or None when it matches none."""
     if not isinstance(row, dict):
         return None
-    if "hash_ids" in row:
-        return TraceFormat.QWEN_BAILIAN if "chat_id" in row else TraceFormat.MOONCAKE
-    if "trigger_time_us" in row and "source" in row:
-        return TraceFormat.PUBLISHER_LOG
-    if "type" in row and "instance_id" in row:
-        return TraceFormat.STANDARD
-    return None
+    name = format_of_keys(row.keys())
+    return None if name is None else TraceFormat(name)
 
 
 def detect_format(path: str | Path) -> TraceFormat | None:

@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 
 from litehit.curve import exact_curves
 from litehit.db.models import Job, utcnow
+from litehit.db.states import JobState, Stage
 from litehit.db.summaries import record_summaries
 from litehit.errors import LiteHitError, QueryError
 from litehit.plots import plot_facts
@@ -19,8 +20,8 @@ from litehit.publish import AtomicPublisher
 from litehit.query import parse_capacities, query_facts
 from litehit.settings import Settings
 from litehit.storage import CURVE_FILE, REQUESTS_FILE, Storage
+from worker.errors import TRANSIENT
 from worker.jobs.state import claim_job_stage, fail_job
-from worker.jobs.transient import TRANSIENT
 
 __all__ = ["run_query"]
 
@@ -29,7 +30,7 @@ def facts_of(session: Session, storage: Storage, job: Job) -> Path:
     if job.spec.get("facts_path"):
         return storage.absolute(job.spec["facts_path"])
     parent = session.get(Job, job.parent_id) if job.parent_id else None
-    if parent is None or parent.state != "succeeded" or not parent.output_path:
+    if parent is None or parent.state != JobState.SUCCEEDED or not parent.output_path:
         state = parent.state if parent else "missing"
         raise QueryError(f"the replay {job.parent_id} has no published facts (it is {state})")
     return storage.absolute(parent.output_path)
@@ -37,7 +38,7 @@ def facts_of(session: Session, storage: Storage, job: Job) -> Path:
 
 def run_query(session: Session, settings: Settings, job_id: str) -> str:
     storage = Storage(settings.storage)
-    if not claim_job_stage(session, job_id, ("queued", "query"), "query", settings.stale_after_s):
+    if not claim_job_stage(session, job_id, (Stage.QUEUED, Stage.QUERY), Stage.QUERY, settings.stale_after_s):
         return "skipped"
     job = session.get(Job, job_id)
     assert job is not None
@@ -65,7 +66,7 @@ def run_query(session: Session, settings: Settings, job_id: str) -> str:
     assert job is not None
     job.stats = {"rows": result.rows, "instances": len(result.instances), "targets": _targets(curves)}
     job.output_path = storage.relative(out)
-    job.state, job.stage, job.finished_at = "succeeded", "done", utcnow()
+    job.state, job.stage, job.finished_at = JobState.SUCCEEDED, Stage.DONE, utcnow()
     session.commit()
     return "succeeded"
 

@@ -15,6 +15,7 @@ from sqlalchemy import delete
 from sqlalchemy.orm import Session
 
 from litehit.db.models import Job, LaneRun, utcnow
+from litehit.db.states import JobState, LaneState, Stage
 from litehit.errors import LiteHitError, ReplayCancelled
 from litehit.replay.chunks import Progress
 from litehit.replay.runner import FACTS_FILE
@@ -22,7 +23,9 @@ from litehit.replay.staged import lane_stage, merge_stage, parse_stage, read_man
 from litehit.settings import Settings
 from litehit.spec import ReplaySpec, parse_replay_spec
 from litehit.storage import Storage
+from worker.errors import TRANSIENT
 from worker.jobs.state import (
+    LaneClaim,
     claim_job_stage,
     claim_lane,
     fail_job,
@@ -33,7 +36,6 @@ from worker.jobs.state import (
     try_start_merge,
 )
 from worker.jobs.submit import LANE_TASK, MERGE_TASK, Enqueue
-from worker.jobs.transient import TRANSIENT
 
 __all__ = ["run_lane", "run_merge", "run_parse", "runtime_spec"]
 
@@ -62,7 +64,7 @@ def runtime_spec(job: Job, storage: Storage) -> ReplaySpec:
 
 
 def _fail_from(session: Session, storage: Storage, job_id: str, exc: BaseException) -> None:
-    state = "cancelled" if isinstance(exc, ReplayCancelled) else "failed"
+    state = JobState.CANCELLED if isinstance(exc, ReplayCancelled) else JobState.FAILED
     reason = str(exc) if isinstance(exc, LiteHitError) else f"internal error: {type(exc).__name__}: {exc}"
     if fail_job(session, job_id, reason, state=state):
         storage.remove_work(job_id)
@@ -71,7 +73,7 @@ def _fail_from(session: Session, storage: Storage, job_id: str, exc: BaseExcepti
 def run_parse(session: Session, settings: Settings, job_id: str, enqueue: Enqueue) -> str:
     """Stage 1: scan, validate, route and normalize the trace once; then one task per lane."""
     storage = Storage(settings.storage)
-    if not claim_job_stage(session, job_id, ("queued", "parse"), "parse", settings.stale_after_s):
+    if not claim_job_stage(session, job_id, (Stage.QUEUED, Stage.PARSE), Stage.PARSE, settings.stale_after_s):
         return "skipped"
     job = session.get(Job, job_id)
     assert job is not None
@@ -83,7 +85,7 @@ def run_parse(session: Session, settings: Settings, job_id: str, enqueue: Enqueu
                 session,
                 job_id,
                 progress={
-                    "stage": "parse",
+                    "stage": Stage.PARSE,
                     "lines": p.lines,
                     "reads": p.reads,
                     "blocks": p.blocks,
@@ -114,16 +116,16 @@ def run_parse(session: Session, settings: Settings, job_id: str, enqueue: Enqueu
                 job_id=job_id,
                 lane=i,
                 instance_id=inst.instance_id,
-                state="queued",
+                state=LaneState.QUEUED,
                 requests_total=manifest.lane_requests[i],
                 blocks_total=manifest.lane_blocks[i],
             )
         )
     job = session.get(Job, job_id)
     assert job is not None
-    job.stage = "lanes"
+    job.stage = Stage.LANES
     job.heartbeat_at = utcnow()
-    job.progress = {"stage": "lanes", "lines": manifest.lines, "reads": manifest.reads, "blocks": manifest.blocks}
+    job.progress = {"stage": Stage.LANES, "lines": manifest.lines, "reads": manifest.reads, "blocks": manifest.blocks}
     job.stats = {
         "trace_format": manifest.trace_format,
         "lines": manifest.lines,
@@ -142,11 +144,11 @@ def run_lane(session: Session, settings: Settings, job_id: str, lane: int, enque
     """Stage 2 (one per lane, in parallel): replay one lane's requests in order."""
     storage = Storage(settings.storage)
     claim = claim_lane(session, job_id, lane, settings.stale_after_s, settings.task_max_attempts)
-    if claim == "exhausted":
+    if claim == LaneClaim.EXHAUSTED:
         fail_job(session, job_id, f"lane {lane}: gave up after {settings.task_max_attempts} attempts (worker lost?)")
         storage.remove_work(job_id)
         return claim
-    if claim != "claimed":
+    if claim != LaneClaim.CLAIMED:
         return claim
     job = session.get(Job, job_id)
     assert job is not None
@@ -168,7 +170,7 @@ def run_lane(session: Session, settings: Settings, job_id: str, lane: int, enque
         raise
     except Exception as exc:
         name = next((r.instance_id for r in job.lanes if r.lane == lane), str(lane))
-        finish_lane(session, job_id, lane, "failed", error=str(exc))
+        finish_lane(session, job_id, lane, LaneState.FAILED, error=str(exc))
         if isinstance(exc, ReplayCancelled):
             _fail_from(session, storage, job_id, exc)
         else:
@@ -180,7 +182,7 @@ def run_lane(session: Session, settings: Settings, job_id: str, lane: int, enque
         session,
         job_id,
         lane,
-        "succeeded",
+        LaneState.SUCCEEDED,
         requests=stats.requests,
         blocks=stats.blocks,
         unique_blocks=stats.unique_blocks,
@@ -195,7 +197,7 @@ def run_lane(session: Session, settings: Settings, job_id: str, lane: int, enque
 def run_merge(session: Session, settings: Settings, job_id: str) -> str:
     """Stage 3: merge the lanes in input order and publish litehit_facts.csv atomically."""
     storage = Storage(settings.storage)
-    if not claim_job_stage(session, job_id, ("merge",), "merge", settings.stale_after_s):
+    if not claim_job_stage(session, job_id, (Stage.MERGE,), Stage.MERGE, settings.stale_after_s):
         return "skipped"
     job = session.get(Job, job_id)
     assert job is not None
@@ -231,8 +233,8 @@ def run_merge(session: Session, settings: Settings, job_id: str) -> str:
         "trace_format": manifest.trace_format,
     }
     job.output_path = storage.relative(Path(spec.output_result_path) / FACTS_FILE)
-    job.state, job.stage, job.finished_at = "succeeded", "done", utcnow()
-    job.progress = {**job.progress, "stage": "done"}
+    job.state, job.stage, job.finished_at = JobState.SUCCEEDED, Stage.DONE, utcnow()
+    job.progress = {**job.progress, "stage": Stage.DONE}
     session.commit()
     storage.remove_work(job_id)
     return "succeeded"

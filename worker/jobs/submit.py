@@ -21,6 +21,7 @@ from litehit.errors import ConfigError, ConfigIssue, LiteHitError, QueryError, S
 from litehit.spec import ReplaySpec, parse_replay_spec
 from litehit.storage import Storage
 from litehit.traces.formats import detect_format
+from worker.errors import IdempotencyConflict
 
 __all__ = [
     "LANE_TASK",
@@ -28,7 +29,6 @@ __all__ = [
     "PARSE_TASK",
     "QUERY_TASK",
     "Enqueue",
-    "IdempotencyConflict",
     "create_query_job",
     "create_replay_job",
     "request_hash",
@@ -40,10 +40,6 @@ MERGE_TASK = "litehit.replay.merge"
 QUERY_TASK = "litehit.query.run"
 
 Enqueue = Callable[..., None]  # enqueue(task_name, *args)
-
-
-class IdempotencyConflict(LiteHitError):
-    """The Idempotency-Key was used before with a different request."""
 
 
 def _existing(session: Session, kind: str, idempotency_key: str | None, digest: str) -> Job | None:

@@ -1,25 +1,11 @@
-/* lh_facts.c - rendering of facts CSV rows. */
+/* lh_facts_render.c - writing facts CSV rows (see lh_facts.h). */
 #include "lh_facts.h"
 
 #include <string.h>
 
 #include "lh_common.h"
 #include "lh_lane.h"
-
-#define MAX_INT_CHARS 20 /* "-9223372036854775808" */
-
-static inline size_t put_i64(char *out, int64_t v) {
-  char tmp[MAX_INT_CHARS];
-  size_t n = 0, k = 0;
-  uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
-  do {
-    tmp[k++] = (char)('0' + u % 10);
-    u /= 10;
-  } while (u);
-  if (v < 0) out[n++] = '-';
-  while (k) out[n++] = tmp[--k];
-  return n;
-}
+#include "lh_text.h"
 
 static inline int needs_quotes(const char *s, size_t n) {
   for (size_t i = 0; i < n; i++) {
@@ -54,8 +40,8 @@ size_t lh_facts_render_bound(const int64_t *id_offsets, const int64_t *lane_id_o
     size_t id_len = (size_t)(id_offsets[r + 1] - id_offsets[r]);
     size_t lane_len = (size_t)(lane_id_offsets[l + 1] - lane_id_offsets[l]);
     size_t segs = (size_t)(out_seg_hi[k] - out_seg_lo[k]);
-    total += 2 * id_len + 2 + 2 * lane_len + 2 + 4 * (MAX_INT_CHARS + 1) + 5 + segs * (2 * MAX_INT_CHARS + 4);
-    if (extended) total += MAX_INT_CHARS + 10;
+    total += 2 * id_len + 2 + 2 * lane_len + 2 + 4 * (LH_MAX_INT_CHARS + 1) + 5 + segs * (2 * LH_MAX_INT_CHARS + 4);
+    if (extended) total += LH_MAX_INT_CHARS + 10;
   }
   return total;
 }
@@ -79,34 +65,31 @@ int lh_facts_render(const char *ids, const int64_t *id_offsets, const int64_t *t
     *w++ = ',';
     w += put_field(w, lane_ids + lane_id_offsets[l], (size_t)(lane_id_offsets[l + 1] - lane_id_offsets[l]));
     *w++ = ',';
-    w += put_i64(w, timestamps[r]);
+    w += lh_put_i64(w, timestamps[r]);
     *w++ = ',';
-    w += put_i64(w, input_lens[k]);
+    w += lh_put_i64(w, input_lens[k]);
     *w++ = ',';
-    w += put_i64(w, lane_block_size[l]);
+    w += lh_put_i64(w, lane_block_size[l]);
     *w++ = ',';
-    w += put_i64(w, lane_block_bytes[l]);
+    w += lh_put_i64(w, lane_block_bytes[l]);
     *w++ = ',';
     *w++ = '"';
     *w++ = '[';
     for (int64_t s = out_seg_lo[k]; s < out_seg_hi[k]; s++) {
       if (s > out_seg_lo[k]) *w++ = ',';
       *w++ = '[';
-      w += put_i64(w, segs[2 * s]);
+      w += lh_put_i64(w, segs[2 * s]);
       *w++ = ',';
-      w += put_i64(w, segs[2 * s + 1]);
+      w += lh_put_i64(w, segs[2 * s + 1]);
       *w++ = ']';
     }
     *w++ = ']';
     *w++ = '"';
     if (extended) {
       *w++ = ',';
-      w += put_i64(w, blocks[k]);
+      w += lh_put_i64(w, blocks[k]);
       *w++ = ',';
-      const char *cut = cuts[k] == LH_CUT_COLD ? "cold" : cuts[k] == LH_CUT_EXPIRED ? "expired" : "none";
-      size_t n = strlen(cut);
-      memcpy(w, cut, n);
-      w += n;
+      w += lh_put_lit(w, cuts[k] == LH_CUT_COLD ? "cold" : cuts[k] == LH_CUT_EXPIRED ? "expired" : "none");
     }
     *w++ = '\n';
   }

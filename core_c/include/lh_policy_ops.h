@@ -1,0 +1,126 @@
+/* lh_policy_ops.h - internal: the simulator's state and the interface every policy implements.
+ *
+ * The simulator (lh_sim.c) owns the key map, the slots and the lookup/commit loop; a policy
+ * (lh_policy_<name>.c) owns only its ordering structure and answers three events: a slot was
+ * inserted, a slot was hit, pick (and unlink) the victim. Policies never allocate inside those
+ * events: lh_sim.c calls `reserve` first, so a request either fails before any change or runs
+ * to the end. Not part of the Python-facing API.
+ */
+#ifndef LH_POLICY_OPS_H
+#define LH_POLICY_OPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lh_keymap.h"
+#include "lh_policy.h"
+
+/* One resident block. Policies may use prev/next (list links), prio and aux as they like. */
+typedef struct lh_slot {
+  int64_t key;
+  uint64_t seq;   /* sequence number of the last access */
+  int64_t ts;     /* timestamp (ns) of the request of the last access */
+  uint64_t count; /* accesses since insertion: 1 at insertion, +1 per hit */
+  uint64_t prio;  /* policy-defined (GDFS: H; LFU: bucket) */
+  uint32_t prev, next;
+  uint32_t aux;   /* policy-defined (GDFS: heap position) */
+  int32_t cat;    /* category of the request of the last access */
+  int32_t offset; /* index of the block in that request */
+} lh_slot;
+
+/* What the policy sees of the request being committed. */
+typedef struct lh_access {
+  int64_t now; /* the request's timestamp */
+  int32_t cat; /* its category */
+  int32_t offset; /* the position being committed */
+} lh_access;
+
+typedef struct lh_policy_ops {
+  const char *name;
+  /* Creates the policy's state; LH_OK, LH_EINVAL (bad parameters) or LH_ENOMEM. */
+  int (*create)(void **state, const lh_wa_params *wa, char *err, size_t errlen);
+  void (*destroy)(void *state);
+  /* Ensures the next request (n keys, category cat) can run with up to `slots` slots without
+   * allocating: 0 or -1 (nothing changed). */
+  int (*reserve)(void *state, size_t slots, const int64_t *keys, size_t n, int32_t cat);
+  /* Called once per request before its lookup (WA: fits and reuse observations). Cannot fail
+   * after a successful reserve. */
+  void (*begin_request)(void *state, const int64_t *keys, size_t n, int64_t now, int32_t cat);
+  void (*on_insert)(void *state, lh_slot *slots, uint32_t s, const lh_access *a);
+  void (*on_hit)(void *state, lh_slot *slots, uint32_t s, const lh_access *a);
+  /* Picks the victim among the resident slots (there is at least one), unlinks it from the
+   * policy's structure and returns it. */
+  uint32_t (*evict)(void *state, lh_slot *slots, const lh_access *a);
+  size_t (*memory)(const void *state);
+  /* Fills the policy's part of the statistics (may be NULL). */
+  void (*stats)(const void *state, lh_sim_stats *stats);
+  double (*rate)(const void *state, int32_t cat); /* may be NULL */
+  /* Invariants over `resident` slots (for tests); may be NULL. */
+  int (*check)(const void *state, const lh_slot *slots, uint64_t resident, char *err, size_t errlen);
+} lh_policy_ops;
+
+extern const lh_policy_ops lh_policy_lru;
+extern const lh_policy_ops lh_policy_fifo;
+extern const lh_policy_ops lh_policy_lfu;
+extern const lh_policy_ops lh_policy_gdfs;
+extern const lh_policy_ops lh_policy_wa;
+
+/* Grows *p (an array of *cap elements of elem bytes) to hold at least `need`, doubling; 0, or -1
+ * on allocation failure with *p and *cap unchanged. (lh_sim.c) */
+int lh_policy_grow(void **p, size_t *cap, size_t need, size_t elem);
+
+/* ---- shared pieces (lh_policy_list.c): a one-list state, no-op hooks ---- */
+
+int lh_policy_list_create(void **state, const lh_wa_params *wa, char *err, size_t errlen);
+void lh_policy_list_destroy(void *state);
+int lh_policy_reserve_nothing(void *state, size_t slots, const int64_t *keys, size_t n, int32_t cat);
+void lh_policy_begin_nothing(void *state, const int64_t *keys, size_t n, int64_t now, int32_t cat);
+void lh_policy_list_append(void *state, lh_slot *slots, uint32_t s, const lh_access *a);
+uint32_t lh_policy_list_evict_head(void *state, lh_slot *slots, const lh_access *a);
+size_t lh_policy_list_memory(const void *state);
+
+/* ---- doubly linked lists threaded through lh_slot.prev/next (head = least recent) ---- */
+
+typedef struct lh_slot_list {
+  uint32_t head, tail;
+  uint64_t len;
+} lh_slot_list;
+
+static inline void lh_list_init(lh_slot_list *l) {
+  l->head = l->tail = LH_NIL;
+  l->len = 0;
+}
+
+static inline void lh_list_append(lh_slot_list *l, lh_slot *slots, uint32_t s) {
+  slots[s].prev = l->tail;
+  slots[s].next = LH_NIL;
+  if (l->tail != LH_NIL) {
+    slots[l->tail].next = s;
+  } else {
+    l->head = s;
+  }
+  l->tail = s;
+  l->len++;
+}
+
+static inline void lh_list_unlink(lh_slot_list *l, lh_slot *slots, uint32_t s) {
+  uint32_t p = slots[s].prev, n = slots[s].next;
+  if (p != LH_NIL) {
+    slots[p].next = n;
+  } else {
+    l->head = n;
+  }
+  if (n != LH_NIL) {
+    slots[n].prev = p;
+  } else {
+    l->tail = p;
+  }
+  l->len--;
+}
+
+/* Walks a list and checks links, length and strictly increasing `seq` (or insertion order when
+ * by_seq == 0: only links and length). */
+int lh_list_check(const lh_slot_list *l, const lh_slot *slots, int by_seq, const char *what, char *err,
+                  size_t errlen);
+
+#endif

@@ -1,0 +1,390 @@
+/* lh_policy_wa.c - the workload-aware policy of "KVCache in the Wild" (seed 004, section 4.2),
+ * made exact.
+ *
+ * Each category w (of the request that last accessed a block) keeps a list of its resident
+ * blocks in order of last access. The candidates for eviction are the heads of those lists (one
+ * per category: O(categories) per eviction). A candidate's priority is, compared
+ * lexicographically, (log ReuseProb_w(t, life), -offset), smallest evicted, ties by least recent
+ * access; t = now - its last access, offset = its index in that request, and
+ *     log ReuseProb_w(t, life) = log(1 - exp(-r_w life)) - r_w t
+ * (the log form: the literal F(t + life) - F(t) underflows to 0 and creates false ties).
+ *
+ * Rates come from reuse-time observations made at trace level, whatever the cache holds: when a
+ * request accesses a key an earlier request accessed, the time since that access is observed for
+ * the category of that earlier access. At fit times T_k = t0 + k * refit (k >= 1, applied before
+ * the first request with timestamp >= T_k) r_w = count / sum of w's observations in
+ * [T_k - window, T_k) (kept when there are none or their sum is 0); r_all likewise over all
+ * categories, used by categories never fitted. Until a fit yields a rate the policy is exactly
+ * LRU. life is the caller's, or fixed at T_1 as the nearest-rank p90 of the observations before
+ * it (60 s if none).
+ *
+ * Observation sums are exact integers (ns, 128-bit), and a rate is (double)count / (double)sum,
+ * so results do not depend on the order of summation.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lh_common.h"
+#include "lh_policy_ops.h"
+
+#if !defined(__SIZEOF_INT128__)
+#error "lh_policy_wa.c needs a 128-bit integer type for exact sums of reuse times"
+#endif
+__extension__ typedef unsigned __int128 u128;
+
+#define DEFAULT_LIFE_NS 60e9
+
+typedef struct obs_run { /* observations of one category at one request time */
+  int64_t ts;
+  int32_t cat;
+  uint64_t count;
+  u128 sum;
+} obs_run;
+
+typedef struct wa_cat {
+  lh_slot_list list;  /* resident blocks last accessed by this category, by last access */
+  uint32_t active_at; /* index in wa.active, LH_NIL when the list is empty */
+  uint64_t count;     /* observations in the current window */
+  u128 sum;
+  double rate;     /* per ns, 0 = never fitted */
+  double log_life; /* log(-expm1(-rate * life_ns)) for the current rate */
+} wa_cat;
+
+typedef struct seen_key { /* the last access of a key, at trace level */
+  int64_t ts;
+  uint64_t req; /* request number */
+  int32_t cat;
+} seen_key;
+
+typedef struct wa {
+  int64_t refit_ns, window_ns;
+  double life_ns;
+  int life_fixed;
+  wa_cat *cats;
+  size_t n_cats, cap_cats;
+  int32_t *active; /* categories with resident blocks */
+  size_t n_active, cap_active;
+  uint64_t all_count;
+  u128 all_sum;
+  double rate_all, log_life_all;
+  int any_rate;
+  int started, fits_exhausted;
+  int64_t next_fit;
+  uint64_t fits;
+  /* every key ever accessed -> its last access */
+  lh_keymap seen;
+  seen_key *keys;
+  size_t n_seen, cap_seen;
+  uint64_t req_no;
+  /* observation runs in the window, oldest first (a ring) */
+  obs_run *runs;
+  size_t cap_runs, head_run, n_runs;
+  /* the reuse times observed before the first fit, while life is still to be derived */
+  int64_t *sample;
+  size_t n_sample, cap_sample;
+} wa;
+
+static int to_ns(double seconds, int64_t *out) {
+  double ns = nearbyint(seconds * 1e9); /* to nearest, ties to even */
+  if (!(ns >= 1.0) || ns > 4.0e18) return -1;
+  *out = (int64_t)ns;
+  return 0;
+}
+
+static int wa_create(void **state, const lh_wa_params *p, char *err, size_t errlen) {
+  if (p == NULL || !isfinite(p->life_s) || p->life_s < 0) {
+    return lh_fail(err, errlen, LH_EINVAL, "wa life_s must be finite and > 0 (0 = derive it)");
+  }
+  if (!isfinite(p->fit_window_s) || !isfinite(p->refit_s)) {
+    return lh_fail(err, errlen, LH_EINVAL, "wa fit_window_s and refit_s must be finite");
+  }
+  wa *w = calloc(1, sizeof *w);
+  if (w == NULL) return lh_fail(err, errlen, LH_ENOMEM, "out of memory creating the wa policy");
+  if (to_ns(p->fit_window_s, &w->window_ns) != 0 || to_ns(p->refit_s, &w->refit_ns) != 0) {
+    free(w);
+    return lh_fail(err, errlen, LH_EINVAL, "wa fit_window_s and refit_s must be between 1 ns and 4e9 s");
+  }
+  if (p->life_s > 0) {
+    w->life_ns = p->life_s * 1e9;
+    w->life_fixed = 1;
+  }
+  *state = w;
+  return LH_OK;
+}
+
+static void wa_destroy(void *state) {
+  wa *w = state;
+  if (w == NULL) return;
+  free(w->cats);
+  free(w->active);
+  lh_keymap_free(&w->seen);
+  free(w->keys);
+  free(w->runs);
+  free(w->sample);
+  free(w);
+}
+
+static int grow_runs(wa *w, size_t need) {
+  if (need <= w->cap_runs) return 0;
+  size_t cap = w->cap_runs ? w->cap_runs : 64;
+  while (cap < need) cap *= 2;
+  obs_run *r = malloc(cap * sizeof *r);
+  if (r == NULL) return -1;
+  for (size_t i = 0; i < w->n_runs; i++) r[i] = w->runs[(w->head_run + i) % w->cap_runs];
+  free(w->runs);
+  w->runs = r;
+  w->cap_runs = cap;
+  w->head_run = 0;
+  return 0;
+}
+
+static int wa_reserve(void *state, size_t slots, const int64_t *keys, size_t n, int32_t cat) {
+  (void)slots, (void)keys;
+  wa *w = state;
+  size_t old_cap = w->cap_cats;
+  if (lh_policy_grow((void **)&w->cats, &w->cap_cats, (size_t)cat + 1, sizeof(wa_cat)) != 0) return -1;
+  for (size_t c = old_cap; c < w->cap_cats; c++) {
+    memset(&w->cats[c], 0, sizeof w->cats[c]);
+    lh_list_init(&w->cats[c].list);
+    w->cats[c].active_at = LH_NIL;
+  }
+  if (lh_policy_grow((void **)&w->active, &w->cap_active, w->cap_cats, sizeof(int32_t)) != 0) return -1;
+  if (w->n_seen + n > (size_t)LH_NIL - 1) return -1;
+  if (lh_keymap_reserve(&w->seen, n) != 0 || lh_policy_grow((void **)&w->keys, &w->cap_seen, w->n_seen + n, sizeof(seen_key)) != 0) {
+    return -1;
+  }
+  if (grow_runs(w, w->n_runs + n) != 0) return -1;
+  if (!w->life_fixed && lh_policy_grow((void **)&w->sample, &w->cap_sample, w->n_sample + n, sizeof(int64_t)) != 0) return -1;
+  return 0;
+}
+
+static void set_rate(double *rate, double *log_life, uint64_t count, u128 sum, double life_ns) {
+  if (count == 0 || sum == 0) return; /* keeps the previous rate */
+  *rate = (double)count / (double)sum;
+  *log_life = log(-expm1(-*rate * life_ns));
+}
+
+static int cmp_i64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* The nearest-rank p90 of the sample (sorted in place), or the default when it is empty. */
+static double p90_ns(int64_t *sample, size_t n) {
+  if (n == 0) return DEFAULT_LIFE_NS;
+  qsort(sample, n, sizeof *sample, cmp_i64);
+  return (double)sample[(9 * n + 9) / 10 - 1];
+}
+
+static void fit(wa *w, int64_t t) {
+  while (w->n_runs > 0) { /* drop runs older than t - window (every run is before t) */
+    obs_run *r = &w->runs[w->head_run];
+    if ((uint64_t)t - (uint64_t)r->ts <= (uint64_t)w->window_ns) break;
+    w->cats[r->cat].count -= r->count;
+    w->cats[r->cat].sum -= r->sum;
+    w->all_count -= r->count;
+    w->all_sum -= r->sum;
+    w->head_run = (w->head_run + 1) % w->cap_runs;
+    w->n_runs--;
+  }
+  if (!w->life_fixed) {
+    w->life_ns = p90_ns(w->sample, w->n_sample);
+    w->life_fixed = 1;
+    free(w->sample);
+    w->sample = NULL;
+    w->n_sample = w->cap_sample = 0;
+  }
+  for (size_t c = 0; c < w->n_cats; c++) {
+    set_rate(&w->cats[c].rate, &w->cats[c].log_life, w->cats[c].count, w->cats[c].sum, w->life_ns);
+  }
+  set_rate(&w->rate_all, &w->log_life_all, w->all_count, w->all_sum, w->life_ns);
+  w->any_rate = w->rate_all > 0;
+  w->fits++;
+}
+
+static void observe(wa *w, int64_t now, int32_t cat, uint64_t value) {
+  obs_run *tail = w->n_runs ? &w->runs[(w->head_run + w->n_runs - 1) % w->cap_runs] : NULL;
+  if (tail == NULL || tail->ts != now || tail->cat != cat) {
+    tail = &w->runs[(w->head_run + w->n_runs++) % w->cap_runs];
+    tail->ts = now;
+    tail->cat = cat;
+    tail->count = 0;
+    tail->sum = 0;
+  }
+  tail->count++;
+  tail->sum += value;
+  w->cats[cat].count++;
+  w->cats[cat].sum += value;
+  w->all_count++;
+  w->all_sum += value;
+  if (!w->life_fixed) w->sample[w->n_sample++] = (int64_t)value;
+}
+
+static void wa_begin(void *state, const int64_t *keys, size_t n, int64_t now, int32_t cat) {
+  wa *w = state;
+  if ((size_t)cat >= w->n_cats) w->n_cats = (size_t)cat + 1;
+  if (!w->started) {
+    w->started = 1;
+    w->fits_exhausted = now > INT64_MAX - w->refit_ns;
+    w->next_fit = w->fits_exhausted ? INT64_MAX : now + w->refit_ns;
+  }
+  while (!w->fits_exhausted && w->next_fit <= now) {
+    fit(w, w->next_fit);
+    uint64_t steps = 1;
+    if (w->n_runs == 0) { /* nothing left in the window: the fits up to now change nothing */
+      steps = ((uint64_t)now - (uint64_t)w->next_fit) / (uint64_t)w->refit_ns + 1;
+      w->fits += steps - 1;
+    }
+    if (steps > (uint64_t)INT64_MAX / (uint64_t)w->refit_ns ||
+        w->next_fit > INT64_MAX - (int64_t)(steps * (uint64_t)w->refit_ns)) {
+      w->fits_exhausted = 1;
+    } else {
+      w->next_fit += (int64_t)(steps * (uint64_t)w->refit_ns);
+    }
+  }
+  w->req_no++;
+  for (size_t j = 0; j < n; j++) lh_keymap_prefetch(&w->seen, keys[j]);
+  for (size_t j = 0; j < n; j++) {
+    uint32_t i = lh_keymap_get(&w->seen, keys[j]);
+    if (i == LH_NIL) {
+      i = (uint32_t)w->n_seen++;
+      lh_keymap_put(&w->seen, keys[j], i);
+    } else if (w->keys[i].req == w->req_no) {
+      continue; /* a second occurrence in this request observes nothing */
+    } else {
+      observe(w, now, w->keys[i].cat, (uint64_t)now - (uint64_t)w->keys[i].ts);
+    }
+    w->keys[i].ts = now;
+    w->keys[i].req = w->req_no;
+    w->keys[i].cat = cat;
+  }
+}
+
+static void link(wa *w, lh_slot *slots, uint32_t s, int32_t cat) {
+  wa_cat *c = &w->cats[cat];
+  if (c->list.len == 0) {
+    c->active_at = (uint32_t)w->n_active;
+    w->active[w->n_active++] = cat;
+  }
+  lh_list_append(&c->list, slots, s);
+}
+
+static void unlink_slot(wa *w, lh_slot *slots, uint32_t s) {
+  wa_cat *c = &w->cats[slots[s].cat];
+  lh_list_unlink(&c->list, slots, s);
+  if (c->list.len == 0) { /* swap-remove from the active categories */
+    int32_t moved = w->active[--w->n_active];
+    w->active[c->active_at] = moved;
+    w->cats[moved].active_at = c->active_at;
+  }
+}
+
+static void wa_insert(void *state, lh_slot *slots, uint32_t s, const lh_access *a) {
+  slots[s].cat = a->cat;
+  slots[s].offset = a->offset;
+  link(state, slots, s, a->cat);
+}
+
+static void wa_hit(void *state, lh_slot *slots, uint32_t s, const lh_access *a) {
+  unlink_slot(state, slots, s);
+  slots[s].cat = a->cat;
+  slots[s].offset = a->offset;
+  link(state, slots, s, a->cat);
+}
+
+static uint32_t wa_evict(void *state, lh_slot *slots, const lh_access *a) {
+  wa *w = state;
+  uint32_t best = LH_NIL;
+  double best_lp = 0;
+  for (size_t i = 0; i < w->n_active; i++) {
+    const wa_cat *c = &w->cats[w->active[i]];
+    uint32_t s = c->list.head;
+    if (!w->any_rate) { /* exactly LRU: the least recent of the heads */
+      if (best == LH_NIL || slots[s].seq < slots[best].seq) best = s;
+      continue;
+    }
+    double rate = c->rate > 0 ? c->rate : w->rate_all;
+    double log_life = c->rate > 0 ? c->log_life : w->log_life_all;
+    double lp = log_life - rate * (double)((uint64_t)a->now - (uint64_t)slots[s].ts);
+    if (best == LH_NIL || lp < best_lp ||
+        (lp == best_lp && (slots[s].offset > slots[best].offset ||
+                           (slots[s].offset == slots[best].offset && slots[s].seq < slots[best].seq)))) {
+      best = s;
+      best_lp = lp;
+    }
+  }
+  unlink_slot(w, slots, best);
+  return best;
+}
+
+static size_t wa_memory(const void *state) {
+  const wa *w = state;
+  return sizeof *w + w->cap_cats * sizeof(wa_cat) + w->cap_active * sizeof(int32_t) + lh_keymap_memory(&w->seen) +
+         w->cap_seen * sizeof(seen_key) + w->cap_runs * sizeof(obs_run) + w->cap_sample * sizeof(int64_t);
+}
+
+static void wa_stats(const void *state, lh_sim_stats *st) {
+  const wa *w = state;
+  double life = w->life_ns;
+  if (!w->life_fixed) { /* the horizon the first fit would fix */
+    life = DEFAULT_LIFE_NS;
+    int64_t *copy = w->n_sample ? malloc(w->n_sample * sizeof *copy) : NULL;
+    if (copy != NULL) {
+      memcpy(copy, w->sample, w->n_sample * sizeof *copy);
+      life = p90_ns(copy, w->n_sample);
+      free(copy);
+    } else if (w->n_sample) {
+      life = 0; /* out of memory: unknown */
+    }
+  }
+  st->wa_life_s = life / 1e9;
+  st->wa_fits = w->fits;
+  st->wa_categories = w->n_cats;
+  st->wa_rate_all = w->rate_all * 1e9;
+}
+
+static double wa_rate(const void *state, int32_t cat) {
+  const wa *w = state;
+  return cat >= 0 && (size_t)cat < w->n_cats ? w->cats[cat].rate * 1e9 : 0.0;
+}
+
+static int wa_check(const void *state, const lh_slot *slots, uint64_t resident, char *err, size_t errlen) {
+  const wa *w = state;
+  uint64_t total = 0;
+  size_t active = 0;
+  for (size_t c = 0; c < w->n_cats; c++) {
+    const wa_cat *k = &w->cats[c];
+    int rc = lh_list_check(&k->list, slots, 1, "wa category list", err, errlen);
+    if (rc != LH_OK) return rc;
+    for (uint32_t s = k->list.head; s != LH_NIL; s = slots[s].next) {
+      if ((size_t)slots[s].cat != c) return lh_fail(err, errlen, LH_EINVAL, "wa: slot %u in the wrong category", s);
+    }
+    if (k->list.len) {
+      active++;
+      if (k->active_at >= w->n_active || (size_t)w->active[k->active_at] != c) {
+        return lh_fail(err, errlen, LH_EINVAL, "wa: category %zu missing from the active set", c);
+      }
+    }
+    total += k->list.len;
+  }
+  if (active != w->n_active) return lh_fail(err, errlen, LH_EINVAL, "wa: active set holds empty categories");
+  if (total != resident) return lh_fail(err, errlen, LH_EINVAL, "wa: lists hold %llu slots, %llu resident",
+                                        (unsigned long long)total, (unsigned long long)resident);
+  return LH_OK;
+}
+
+const lh_policy_ops lh_policy_wa = {
+    .name = "wa",
+    .create = wa_create,
+    .destroy = wa_destroy,
+    .reserve = wa_reserve,
+    .begin_request = wa_begin,
+    .on_insert = wa_insert,
+    .on_hit = wa_hit,
+    .evict = wa_evict,
+    .memory = wa_memory,
+    .stats = wa_stats,
+    .rate = wa_rate,
+    .check = wa_check,
+};

@@ -1,0 +1,237 @@
+/* lh_sim.c - the fixed-capacity simulator: key map, slots, lookup and reverse commit (see
+ * lh_policy.h); the policy behind lh_policy_ops.h decides only the victims. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "lh_common.h"
+#include "lh_policy_ops.h"
+
+#define MAX_TRACKED ((uint64_t)UINT32_MAX - 1) /* slot and record indices are uint32, LH_NIL excluded */
+
+struct lh_sim {
+  const lh_policy_ops *ops;
+  void *policy;
+  uint64_t capacity;
+  lh_keymap map; /* resident key -> slot */
+  lh_slot *slots;
+  size_t n_slots, cap_slots; /* slots in use (== resident) and allocated */
+  uint64_t seq;
+  int64_t last_ts;
+  int started;
+  /* per-request scratch: the slot of each prefix hit found by the lookup */
+  uint32_t *found;
+  size_t cap_found;
+  /* eviction log of the current batch */
+  int record;
+  int64_t *ev_keys, *ev_reqs;
+  size_t n_ev, cap_ev_keys, cap_ev_reqs;
+  lh_sim_stats stats;
+};
+
+static const lh_policy_ops *policy_ops(int policy) {
+  switch (policy) {
+    case LH_POLICY_LRU: return &lh_policy_lru;
+    case LH_POLICY_FIFO: return &lh_policy_fifo;
+    case LH_POLICY_LFU: return &lh_policy_lfu;
+    case LH_POLICY_GDFS: return &lh_policy_gdfs;
+    case LH_POLICY_WA: return &lh_policy_wa;
+    default: return NULL;
+  }
+}
+
+int lh_sim_create(lh_sim **out, int policy, uint64_t capacity_blocks, const lh_wa_params *wa,
+                  int record_evictions, char *err, size_t errlen) {
+  *out = NULL;
+  const lh_policy_ops *ops = policy_ops(policy);
+  if (ops == NULL) return lh_fail(err, errlen, LH_EINVAL, "unknown eviction policy code %d", policy);
+  if (policy == LH_POLICY_WA && wa == NULL) return lh_fail(err, errlen, LH_EINVAL, "the wa policy needs its parameters");
+  lh_sim *s = calloc(1, sizeof *s);
+  if (s == NULL) return lh_fail(err, errlen, LH_ENOMEM, "out of memory creating a policy simulator");
+  int rc = ops->create(&s->policy, wa, err, errlen);
+  if (rc != LH_OK) {
+    free(s);
+    return rc;
+  }
+  s->ops = ops;
+  s->capacity = capacity_blocks;
+  s->record = record_evictions != 0;
+  *out = s;
+  return LH_OK;
+}
+
+void lh_sim_destroy(lh_sim *s) {
+  if (s == NULL) return;
+  s->ops->destroy(s->policy);
+  lh_keymap_free(&s->map);
+  free(s->slots);
+  free(s->found);
+  free(s->ev_keys);
+  free(s->ev_reqs);
+  free(s);
+}
+
+int lh_policy_grow(void **p, size_t *cap, size_t need, size_t elem) {
+  if (need <= *cap) return 0;
+  size_t c = *cap ? *cap : 16;
+  while (c < need) {
+    if (c > SIZE_MAX / 2 / elem) return -1;
+    c *= 2;
+  }
+  void *q = realloc(*p, c * elem);
+  if (q == NULL) return -1;
+  *p = q;
+  *cap = c;
+  return 0;
+}
+
+/* Everything request r may allocate, allocated up front: afterwards it cannot fail. */
+static int reserve_request(lh_sim *s, const int64_t *keys, size_t n, int32_t cat, char *err, size_t errlen) {
+  uint64_t room = s->capacity - s->n_slots; /* slots that can still be added without evicting */
+  size_t add = room < n ? (size_t)room : n;
+  if ((uint64_t)s->n_slots + add > MAX_TRACKED) {
+    return lh_fail(err, errlen, LH_ERANGE, "more than %llu resident blocks", (unsigned long long)MAX_TRACKED);
+  }
+  if (lh_keymap_reserve(&s->map, add) != 0 || lh_policy_grow((void **)&s->slots, &s->cap_slots, s->n_slots + add, sizeof(lh_slot)) != 0 ||
+      lh_policy_grow((void **)&s->found, &s->cap_found, n, sizeof(uint32_t)) != 0 ||
+      (s->record && (lh_policy_grow((void **)&s->ev_keys, &s->cap_ev_keys, s->n_ev + n, sizeof(int64_t)) != 0 ||
+                     lh_policy_grow((void **)&s->ev_reqs, &s->cap_ev_reqs, s->n_ev + n, sizeof(int64_t)) != 0)) ||
+      s->ops->reserve(s->policy, s->n_slots + add, keys, n, cat) != 0) {
+    return lh_fail(err, errlen, LH_ENOMEM, "out of memory in the policy simulator");
+  }
+  return LH_OK;
+}
+
+static int64_t run_request(lh_sim *s, const int64_t *keys, size_t n, int64_t now, int32_t cat, int64_t r) {
+  s->ops->begin_request(s->policy, keys, n, now, cat);
+  for (size_t j = 0; j < n; j++) lh_keymap_prefetch(&s->map, keys[j]);
+  size_t hits = 0;
+  while (hits < n) {
+    uint32_t slot = lh_keymap_get(&s->map, keys[hits]);
+    if (slot == LH_NIL) break;
+    s->found[hits++] = slot;
+  }
+  lh_access a = {now, cat, 0};
+  for (size_t j = n; j-- > 0;) {
+    int64_t key = keys[j];
+    uint32_t slot = j < hits && s->slots[s->found[j]].key == key ? s->found[j] : lh_keymap_get(&s->map, key);
+    a.offset = (int32_t)(j > INT32_MAX ? INT32_MAX : j);
+    s->seq++;
+    if (slot != LH_NIL) {
+      lh_slot *b = &s->slots[slot];
+      b->seq = s->seq;
+      b->ts = now;
+      b->count++;
+      s->ops->on_hit(s->policy, s->slots, slot, &a);
+      continue;
+    }
+    if (s->capacity == 0) continue;
+    if (s->n_slots == s->capacity) {
+      slot = s->ops->evict(s->policy, s->slots, &a);
+      lh_keymap_del(&s->map, s->slots[slot].key);
+      if (s->record) {
+        s->ev_keys[s->n_ev] = s->slots[slot].key;
+        s->ev_reqs[s->n_ev++] = r;
+      }
+      s->stats.evictions++;
+    } else {
+      slot = (uint32_t)s->n_slots++;
+    }
+    lh_slot *b = &s->slots[slot];
+    b->key = key;
+    b->seq = s->seq;
+    b->ts = now;
+    b->count = 1;
+    lh_keymap_put(&s->map, key, slot);
+    s->ops->on_insert(s->policy, s->slots, slot, &a);
+    s->stats.inserts++;
+  }
+  s->stats.requests++;
+  s->stats.accesses += n;
+  s->stats.hit_blocks += hits;
+  return (int64_t)hits;
+}
+
+int lh_sim_process_batch(lh_sim *s, const int64_t *keys, const int64_t *offsets, const int64_t *timestamps,
+                         const int32_t *categories, size_t n_req, int64_t *hits, size_t *n_done, char *err,
+                         size_t errlen) {
+  *n_done = 0;
+  s->n_ev = 0;
+  for (size_t r = 0; r < n_req; r++) {
+    int64_t lo = offsets[r], hi = offsets[r + 1];
+    if (lo < 0 || hi < lo) {
+      *n_done = r;
+      return lh_fail(err, errlen, LH_EINVAL, "request %zu: offsets must be non-negative and non-decreasing", r);
+    }
+    int64_t now = timestamps[r];
+    int32_t cat = categories[r];
+    if (s->started && now < s->last_ts) {
+      *n_done = r;
+      return lh_fail(err, errlen, LH_EINVAL, "request %zu: timestamp %lld is before the previous request's %lld", r,
+                     (long long)now, (long long)s->last_ts);
+    }
+    if (cat < 0 || cat >= LH_SIM_MAX_CATEGORIES) {
+      *n_done = r;
+      return lh_fail(err, errlen, LH_EINVAL, "request %zu: category %d is outside 0..%d", r, (int)cat,
+                     LH_SIM_MAX_CATEGORIES - 1);
+    }
+    size_t n = (size_t)(hi - lo);
+    int rc = reserve_request(s, keys + lo, n, cat, err, errlen);
+    if (rc != LH_OK) {
+      *n_done = r;
+      return rc;
+    }
+    s->started = 1;
+    s->last_ts = now;
+    hits[r] = run_request(s, keys + lo, n, now, cat, (int64_t)r);
+  }
+  *n_done = n_req;
+  return LH_OK;
+}
+
+size_t lh_sim_evictions(const lh_sim *s, const int64_t **keys, const int64_t **requests) {
+  *keys = s->ev_keys;
+  *requests = s->ev_reqs;
+  return s->n_ev;
+}
+
+void lh_sim_get_stats(const lh_sim *s, lh_sim_stats *stats) {
+  *stats = s->stats;
+  stats->resident = s->n_slots;
+  stats->memory_bytes = sizeof *s + lh_keymap_memory(&s->map) + s->cap_slots * sizeof(lh_slot) +
+                        s->cap_found * sizeof(uint32_t) + (s->cap_ev_keys + s->cap_ev_reqs) * sizeof(int64_t) + s->ops->memory(s->policy);
+  if (s->ops->stats != NULL) s->ops->stats(s->policy, stats);
+}
+
+double lh_sim_wa_rate(const lh_sim *s, int32_t category) {
+  return s->ops->rate == NULL ? 0.0 : s->ops->rate(s->policy, category);
+}
+
+int lh_sim_check(const lh_sim *s, char *err, size_t errlen) {
+  if (s->map.count != s->n_slots) {
+    return lh_fail(err, errlen, LH_EINVAL, "map holds %zu keys but %zu slots are resident", s->map.count, s->n_slots);
+  }
+  if (s->n_slots > s->capacity) return lh_fail(err, errlen, LH_EINVAL, "more resident blocks than the capacity");
+  for (size_t i = 0; i < s->n_slots; i++) {
+    if (lh_keymap_get(&s->map, s->slots[i].key) != (uint32_t)i) {
+      return lh_fail(err, errlen, LH_EINVAL, "slot %zu's key does not map back to it", i);
+    }
+  }
+  if (s->ops->check != NULL) return s->ops->check(s->policy, s->slots, s->n_slots, err, errlen);
+  return LH_OK;
+}
+
+int lh_list_check(const lh_slot_list *l, const lh_slot *slots, int by_seq, const char *what, char *err, size_t errlen) {
+  uint64_t len = 0;
+  uint32_t prev = LH_NIL;
+  for (uint32_t s = l->head; s != LH_NIL; s = slots[s].next) {
+    if (slots[s].prev != prev) return lh_fail(err, errlen, LH_EINVAL, "%s: broken prev link at slot %u", what, s);
+    if (by_seq && prev != LH_NIL && slots[prev].seq >= slots[s].seq) {
+      return lh_fail(err, errlen, LH_EINVAL, "%s: not ordered by last access at slot %u", what, s);
+    }
+    prev = s;
+    if (++len > l->len) return lh_fail(err, errlen, LH_EINVAL, "%s: longer than its length %llu", what,
+                                       (unsigned long long)l->len);
+  }
+  if (prev != l->tail || len != l->len) return lh_fail(err, errlen, LH_EINVAL, "%s: bad tail or length", what);
+  return LH_OK;
+}
