@@ -23,7 +23,7 @@ from litehit.capacity import GIB, CapacitySlot  # noqa: E402
 from litehit.curve import InstanceCurve, exact_curves  # noqa: E402
 from litehit.misses import Attribution, attribute_misses  # noqa: E402
 
-__all__ = ["plot_facts"]
+__all__ = ["binary_capacity_axis", "plot_facts", "save_figure"]
 
 MAX_PANELS = 8
 COLORS = {
@@ -43,7 +43,7 @@ def _gib_label(x: float, _pos: object = None) -> str:
     return f"{x * 1024**3:.3g} B"
 
 
-def _binary_axis(ax: Axes) -> None:
+def binary_capacity_axis(ax: Axes) -> None:
     """Log x axis with ticks at powers of 4 of binary units (1 MiB, 4 MiB, ..., 1 GiB, 4 GiB)."""
     ax.set_xscale("log", base=2)
     ax.xaxis.set_major_locator(LogLocator(base=4))
@@ -106,7 +106,7 @@ def plot_facts(
             fontsize=8,
             color="0.3",
         )
-    _binary_axis(ax)
+    binary_capacity_axis(ax)
     ax.yaxis.set_major_formatter(PercentFormatter(1.0))
     ax.set_ylim(0, max([c.plateau.hit_rate for c in curves] + [0.05]) * 1.08)
     ax.set_xlabel("KV-cache capacity per instance (binary units, log scale)")
@@ -114,7 +114,7 @@ def plot_facts(
     ax.set_title("Exact LRU prefix hit rate vs capacity (dashed: infinite capacity)")
     ax.grid(True, which="both", alpha=0.25)
     ax.legend(loc="lower right", fontsize=9)
-    written += _save(fig, out / "hit_rate", formats)
+    written += save_figure(fig, out / "hit_rate", formats)
 
     extended, parts = attribute_misses(facts, [CapacitySlot(-1.0)])
     shown = curves[:MAX_PANELS]
@@ -143,7 +143,7 @@ def plot_facts(
         )
         for x in marks:
             ax.axvline(x, color="0.2", ls=":", lw=1)
-        _binary_axis(ax)
+        binary_capacity_axis(ax)
         ax.set_ylim(0, 1)
         ax.yaxis.set_major_formatter(PercentFormatter(1.0))
         ax.set_ylabel("input tokens")
@@ -152,14 +152,14 @@ def plot_facts(
     axes[-1, 0].set_xlabel("KV-cache capacity per instance (binary units, log scale)")
     if len(curves) > MAX_PANELS:
         fig.suptitle(f"first {MAX_PANELS} of {len(curves)} instances")
-    written += _save(fig, out / "misses", formats)
+    written += save_figure(fig, out / "misses", formats)
     return written
 
 
-def _save(fig: Figure, stem: Path, formats: Sequence[str]) -> list[Path]:
+def save_figure(fig: Figure, stem: Path, formats: Sequence[str]) -> list[Path]:
     paths = []
     for fmt in formats:
-        path = stem.with_suffix(f".{fmt}")
+        path = stem.with_name(f"{stem.name}.{fmt}")
         tmp = path.with_name(path.name + ".tmp")
         fig.savefig(tmp, format=fmt, dpi=130)
         tmp.replace(path)

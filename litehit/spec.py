@@ -32,6 +32,7 @@ __all__ = [
     "StateInfo",
     "TraceFormat",
     "check_replay_spec",
+    "config_error",
     "group_issues",
     "instance_issues",
     "load_replay_config",
@@ -186,6 +187,13 @@ def _loc_path(loc: tuple[int | str, ...]) -> str:
     return out
 
 
+def config_error(exc: ValidationError) -> ConfigError:
+    """A pydantic validation failure as a ConfigError naming each field path and value."""
+    return ConfigError(
+        [ConfigIssue(_loc_path(e["loc"]), e.get("input"), e["msg"].removeprefix("Value error, ")) for e in exc.errors()]
+    )
+
+
 def parse_replay_spec(data: Any) -> ReplaySpec:
     """Validates a config mapping (structure, types, then the original semantic rules)."""
     if not isinstance(data, dict):
@@ -193,12 +201,7 @@ def parse_replay_spec(data: Any) -> ReplaySpec:
     try:
         spec = ReplaySpec.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(
-            [
-                ConfigIssue(_loc_path(e["loc"]), e.get("input"), e["msg"].removeprefix("Value error, "))
-                for e in exc.errors()
-            ]
-        ) from None
+        raise config_error(exc) from None
     issues = check_replay_spec(spec)
     if issues:
         raise ConfigError(issues)

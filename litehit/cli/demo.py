@@ -35,7 +35,8 @@ def _run(args: argparse.Namespace) -> int:
     from litehit.capacity import parse_capacities
     from litehit.cli.analysis import print_curve_summary
     from litehit.cli.query import print_table
-    from litehit.cli.replay import print_summary, replay_with_progress, shorthand_config
+    from litehit.cli.replay import print_summary, replay_with_progress
+    from litehit.cli.trace_input import shorthand_config
     from litehit.curve import exact_curves
     from litehit.plots import plot_facts
     from litehit.publish import AtomicPublisher
@@ -53,12 +54,11 @@ def _run(args: argparse.Namespace) -> int:
         ttl_seconds="0,60",
         block_bytes=None,
         prefix_hash=None,
-        output=str(args.output),
         workers=2,
         extended=True,
     )
     print(f"1. replay {args.trace} once -> capacity-independent facts")
-    result = replay_with_progress(parse_replay_spec(shorthand_config(ns)))
+    result = replay_with_progress(parse_replay_spec(shorthand_config(ns, str(args.output))))
     print_summary(result)
     facts = result.facts_path
     print(f"\n2. query the facts at {' '.join(CAPACITIES)} GiB (-1 = infinite)")

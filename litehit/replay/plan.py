@@ -7,14 +7,15 @@ written to per-lane files for lane tasks running elsewhere (the service).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 import numpy as np
 import numpy.typing as npt
 
 import core_c
-from core_c.scan import ROW_READ
+from core_c.scan import ROW_READ, TRACE_FORMATS
+from litehit.categories import CategoryTable
 from litehit.errors import ConfigError, ConfigIssue, ReplayError
 from litehit.spec import ReplaySpec, TraceFormat
 from litehit.traces.scan import ParsedChunk
@@ -23,8 +24,8 @@ __all__ = ["ChunkPlan", "LaneSpec", "LaneWork", "ReplayPlan", "Routing", "make_p
 
 Int64Array = npt.NDArray[np.int64]
 
-# Formats whose rows carry no instance id.
-INSTANCELESS = {TraceFormat.MOONCAKE, TraceFormat.QWEN_BAILIAN}
+# Formats whose rows carry no instance id (the C format table says which).
+INSTANCELESS = frozenset(TraceFormat(f.name) for f in TRACE_FORMATS if f.instanceless)
 
 
 class Routing(StrEnum):
@@ -53,6 +54,7 @@ class ReplayPlan:
     target: int  # the OVERRIDE lane
     extended: bool  # extended facts columns
     lane_by_instance: dict[str, int]
+    categories: CategoryTable = field(default_factory=CategoryTable)  # grows as chunks are planned
 
     @property
     def lane_ids(self) -> bytes:
@@ -118,6 +120,7 @@ class LaneWork:
     offsets: Int64Array
     input_lens: Int64Array
     timestamps: Int64Array
+    categories: npt.NDArray[np.int32]  # ids in the plan's CategoryTable
 
     @property
     def requests(self) -> int:
@@ -174,6 +177,7 @@ def plan_chunk(plan: ReplayPlan, parsed: ParsedChunk, prev_timestamp: int | None
                 )
             )
     reads = np.flatnonzero(r.kind == ROW_READ)
+    row_categories = plan.categories.ids_for(r, plan.fmt)
     n_lanes = len(plan.lanes)
     if plan.routing is Routing.FANOUT:
         out_src = np.repeat(reads, n_lanes)
@@ -217,7 +221,7 @@ def plan_chunk(plan: ReplayPlan, parsed: ParsedChunk, prev_timestamp: int | None
             row = int(rows[exc.index or 0])
             errors.append((int(r.line[row]), f"invalid request trace_id[{_trace_id(parsed, row)}]: {exc.message}"))
             continue
-        works.append(LaneWork(batch.keys, batch.offsets, batch.input_lens, ts[rows]))
+        works.append(LaneWork(batch.keys, batch.offsets, batch.input_lens, ts[rows], row_categories[rows]))
     if errors:
         line, reason = min(errors)
         if not reason.startswith("failed to load/replay trace"):

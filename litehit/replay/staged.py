@@ -34,7 +34,15 @@ from litehit.replay.runner import FACTS_FILE, ReplayResult
 from litehit.spec import ReplaySpec, TraceFormat
 from litehit.traces.source import CHUNK_BYTES
 
-__all__ = ["ParseManifest", "lane_stage", "merge_stage", "parse_stage", "read_manifest"]
+__all__ = [
+    "ParseManifest",
+    "iter_lane_work",
+    "lane_stage",
+    "merge_stage",
+    "parse_stage",
+    "read_lane_work",
+    "read_manifest",
+]
 
 MANIFEST = "manifest.json"
 ROWS = "rows.bin"
@@ -59,6 +67,7 @@ class ParseManifest:
     lane_requests: list[int]
     lane_blocks: list[int]
     parse_s: float
+    categories: list[str]  # names of the category ids in the lane files, in id order
 
 
 def _write_arrays(f: BinaryIO, *arrays: Any) -> None:
@@ -114,7 +123,7 @@ def parse_stage(
                 files[0], rows, chunk.id_offsets, chunk.timestamps, chunk.out_src, chunk.out_lane, chunk.out_pos
             )
             for i, work in enumerate(chunk.lanes):
-                _write_arrays(files[1 + i], work.keys, work.offsets, work.input_lens, work.timestamps)
+                _write_arrays(files[1 + i], *_lane_arrays(work))
                 lane_requests[i] += work.requests
                 lane_blocks[i] += len(work.keys)
     manifest = ParseManifest(
@@ -127,6 +136,7 @@ def parse_stage(
         lane_requests,
         lane_blocks,
         time.perf_counter() - start,
+        list(plan.categories.names),
     )
     tmp = workdir / (MANIFEST + ".tmp")
     tmp.write_text(json.dumps(asdict(manifest)))
@@ -142,7 +152,26 @@ def read_manifest(workdir: Path) -> ParseManifest:
 
 
 def _plan(spec: ReplaySpec, manifest: ParseManifest) -> ReplayPlan:
-    return make_plan(spec, TraceFormat(manifest.trace_format))
+    plan = make_plan(spec, TraceFormat(manifest.trace_format))
+    for name in manifest.categories:
+        plan.categories.id_of(name)
+    return plan
+
+
+def _lane_arrays(work: LaneWork) -> tuple[Any, ...]:
+    return work.keys, work.offsets, work.input_lens, work.timestamps, work.categories
+
+
+def read_lane_work(f: BinaryIO) -> LaneWork:
+    """The next chunk's LaneWork from a lane-<i>.in file."""
+    return LaneWork(*_read_arrays(f, len(LaneWork.__slots__)))
+
+
+def iter_lane_work(workdir: Path, lane: int, chunks: int) -> Iterator[LaneWork]:
+    """The LaneWork of every chunk of one lane, in order, from the parse stage's output."""
+    with lane_input(workdir, lane).open("rb") as src:
+        for _ in range(chunks):
+            yield read_lane_work(src)
 
 
 def lane_stage(
@@ -162,8 +191,7 @@ def lane_stage(
             for _ in range(manifest.chunks):
                 if should_stop is not None and should_stop():
                     raise ReplayCancelled("replay cancelled; no facts published")
-                keys, offsets, lens, ts = _read_arrays(src, 4)
-                facts = runner.run(LaneWork(keys, offsets, lens, ts))
+                facts = runner.run(read_lane_work(src))
                 _write_arrays(dst, facts.segments, facts.seg_offsets, facts.cuts)
                 if on_progress is not None:
                     on_progress(runner.requests, runner.blocks)
@@ -191,7 +219,7 @@ def merge_stage(spec: ReplaySpec, workdir: Path, *, lanes: list[LaneStats] | Non
             publisher.write(header_for(plan.extended))
             for index in range(manifest.chunks):
                 ids, id_offsets, timestamps, out_src, out_lane, out_pos = _read_arrays(rows_f, 6)
-                works = tuple(LaneWork(*_read_arrays(f, 4)) for f in ins)
+                works = tuple(read_lane_work(f) for f in ins)
                 facts = [LaneFacts(*_read_arrays(f, 3)) for f in outs]
                 chunk = ChunkPlan(
                     index, ids.tobytes(), id_offsets, timestamps, out_src, out_lane, out_pos, works, 0, 0, 0, None, 0, 0

@@ -1,0 +1,125 @@
+"""The trace input every trace command shares (replay, policies, ...): an original offline config
+file, or a trace plus shorthand options that stand for one (one lane per block size x TTL)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from core_c.scan import TRACE_FORMATS
+from litehit.spec import ReplaySpec, TraceFormat, load_replay_config, parse_replay_spec
+from litehit.traces.formats import detect_format
+
+__all__ = ["add_trace_arguments", "shorthand_config", "spec_from_args"]
+
+DEFAULT_TRACE_BLOCK = {TraceFormat(f.name): f.default_trace_block for f in TRACE_FORMATS}
+DEFAULT_BYTES_PER_TOKEN = 2048  # 1 MiB per 512-token block
+_SHORTHAND = ("format", "block_size", "block_sizes", "block_bytes", "prefix_hash")
+
+
+def add_trace_arguments(p: argparse.ArgumentParser) -> None:
+    """The positional source and the shorthand options (not -o, which each command defines)."""
+    p.add_argument("source", help="an offline config JSON file, or a trace file")
+    p.add_argument("--format", choices=[f.value for f in TraceFormat], help="trace format (default: detected)")
+    p.add_argument(
+        "--block-size",
+        type=int,
+        help="tokens per block of the trace (default: "
+        + ", ".join(f"{f.default_trace_block} {f.name}" for f in TRACE_FORMATS)
+        + ")",
+    )
+    p.add_argument(
+        "--block-sizes",
+        help="analysis block sizes, comma separated multiples of --block-size (default: --block-size)",
+    )
+    p.add_argument(
+        "--ttl-seconds",
+        default="0",
+        help="fixed TTL per lane group, comma separated; 0 = pure LRU (default 0)",
+    )
+    p.add_argument("--block-bytes", type=int, help="KV-cache bytes of one trace block (default: 2048 bytes per token)")
+    p.add_argument(
+        "--prefix-hash",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="chain per-block hashes into prefix keys (default: on for qwen_bailian only)",
+    )
+    p.add_argument("--workers", type=int, default=None, help="parsing threads (pipeline_worker_count)")
+
+
+def _is_config(path: Path) -> bool:
+    """A config is a regular file holding one JSON object with config fields (a trace is JSONL,
+    possibly compressed, possibly a pipe that must not be read here)."""
+    if not path.is_file():
+        return False
+    try:
+        with path.open("rb") as f:
+            head = f.read(1 << 20)
+        data = json.loads(head)
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and bool({"instances", "instance_groups", "trace_file_path"} & data.keys())
+
+
+def shorthand_config(args: argparse.Namespace, output_dir: str) -> dict[str, Any]:
+    """The original config that the shorthand options stand for."""
+    fmt = TraceFormat(args.format) if args.format else detect_format(args.source)
+    if fmt is None:
+        raise SystemExit(f"litehit: error: {args.source}: the trace has no rows")
+    trace_bs = args.block_size or DEFAULT_TRACE_BLOCK[fmt]
+    sizes = [int(x) for x in args.block_sizes.split(",")] if args.block_sizes else [trace_bs]
+    ttls = [int(x) for x in str(args.ttl_seconds).split(",")]
+    groups, instances = [], []
+    for ttl in ttls:
+        group: dict[str, Any] = {"name": f"ttl{ttl}", "ttl_seconds": ttl}
+        if args.prefix_hash is not None:
+            group["enable_prefix_hash"] = args.prefix_hash
+        groups.append(group)
+        for bs in sizes:
+            block_bytes = (args.block_bytes or trace_bs * DEFAULT_BYTES_PER_TOKEN) * bs // trace_bs
+            instances.append(
+                {
+                    "instance_group_name": group["name"],
+                    "instance_id": f"b{bs}" + (f"_ttl{ttl}" if ttl else ""),
+                    "block_size": bs,
+                    "location_spec_infos": [{"name": "kv", "size": block_bytes}],
+                    "location_spec_groups": [{"name": "full", "spec_names": ["kv"]}],
+                    "optimizer_state_info": {"full_location_spec_group_name": "full"},
+                }
+            )
+    config: dict[str, Any] = {
+        "trace_file_path": str(args.source),
+        "output_result_path": output_dir,
+        "block_size": trace_bs,
+        "trace_format": fmt.value,
+        "instance_groups": groups,
+        "instances": instances,
+        "pipeline_worker_count": args.workers or 2,
+        "facts_format": "extended" if getattr(args, "extended", False) else "standard",
+    }
+    if len(instances) > 1:
+        config["fanout_all_instances"] = True
+    else:
+        config["override_instance_id"] = instances[0]["instance_id"]
+    return config
+
+
+def spec_from_args(args: argparse.Namespace, output_dir: str) -> ReplaySpec:
+    """The replay spec of a command line: the config file as is (with --workers), or the
+    shorthand's config with its output in output_dir. Unknown config fields are warned about."""
+    source = Path(args.source)
+    if not args.format and _is_config(source):
+        given = [o for o in _SHORTHAND if getattr(args, o)]
+        if given:
+            raise SystemExit(f"litehit: error: --{given[0].replace('_', '-')} cannot be combined with a config file")
+        spec = load_replay_config(source)
+        if args.workers:
+            spec = spec.model_copy(update={"pipeline_worker_count": args.workers})
+    else:
+        spec = parse_replay_spec(shorthand_config(args, output_dir))
+    for name in spec.unknown_fields():
+        print(f"litehit: warning: ignoring unknown config field {name}", file=sys.stderr)
+    return spec

@@ -1,0 +1,71 @@
+"""What a policy sweep asks for: policies, capacities and the WA parameters (validated here, so
+the CLI and the API reject the same input with the same field names)."""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
+
+__all__ = ["POLICY_NAMES", "PolicyName", "SweepOptions"]
+
+PolicyName = Literal["lru", "fifo", "lfu", "gdfs", "wa"]
+POLICY_NAMES: tuple[PolicyName, ...] = ("lru", "fifo", "lfu", "gdfs", "wa")
+
+
+def _finite_positive(value: float, what: str) -> float:
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{what} must be a finite number > 0")
+    return value
+
+
+def _capacity(value: float) -> float:
+    return _finite_positive(value, "a capacity_gb")
+
+
+CapacityGiB = Annotated[float, AfterValidator(_capacity)]
+
+
+class SweepOptions(BaseModel):
+    """A sweep: every policy at every capacity, on every lane of the replay spec."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    policies: list[PolicyName] = Field(default_factory=lambda: list(POLICY_NAMES), min_length=1)
+    capacity_gb: list[CapacityGiB] = Field(min_length=1, max_length=64, description="binary GiB, each > 0")
+    wa_life_seconds: float | None = Field(
+        default=None, description="WA prediction horizon; default: the p90 of the reuse times before the first fit"
+    )
+    wa_fit_window_seconds: float = 3600.0
+    wa_refit_seconds: float = 600.0
+    verify_lru: bool = Field(
+        default=False, description="also replay the exact lane core and compare its facts with the LRU column"
+    )
+
+    @field_validator("wa_life_seconds")
+    @classmethod
+    def _life(cls, value: float | None) -> float | None:
+        return None if value is None else _finite_positive(value, "wa_life_seconds")
+
+    @field_validator("wa_fit_window_seconds", "wa_refit_seconds")
+    @classmethod
+    def _seconds(cls, value: float) -> float:
+        _finite_positive(value, "the value")
+        if value * 1e9 < 1 or value > 4e9:
+            raise ValueError("must be between 1 ns and 4e9 seconds")
+        return value
+
+    @field_validator("policies")
+    @classmethod
+    def _unique(cls, values: list[PolicyName]) -> list[PolicyName]:
+        seen = [p for i, p in enumerate(values) if p in values[:i]]
+        if seen:
+            raise ValueError(f"policy {seen[0]} is listed twice")
+        return values
+
+    @model_validator(mode="after")
+    def _verify_needs_lru(self) -> SweepOptions:
+        if self.verify_lru and "lru" not in self.policies:
+            raise ValueError("verify_lru compares the lru column: include lru in policies")
+        return self

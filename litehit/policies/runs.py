@@ -1,0 +1,77 @@
+"""One simulation of a sweep: a lane under one policy at one capacity, fed LaneWork in order,
+and its tally. The CLI advances every run of a sweep chunk by chunk; a service task runs one."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+import core_c
+from litehit.capacity import capacity_blocks
+from litehit.policies.options import SweepOptions
+from litehit.policies.result import PolicyResult, WaLane
+from litehit.replay.plan import LaneSpec, LaneWork
+
+__all__ = ["PolicyRun", "RunKey"]
+
+
+@dataclass(frozen=True, slots=True)
+class RunKey:
+    lane: int
+    policy: str
+    capacity_gb: float
+
+
+class PolicyRun:
+    """A PolicySim and the integer sums the result is made of."""
+
+    def __init__(self, key: RunKey, lane: LaneSpec, options: SweepOptions) -> None:
+        self.key = key
+        self.lane = lane
+        blocks = capacity_blocks(key.capacity_gb, lane.block_bytes)
+        assert blocks is not None  # options accept only finite, positive capacities
+        self.capacity_blocks = blocks
+        self.sim = core_c.PolicySim(
+            key.policy,
+            blocks,
+            wa_life_s=options.wa_life_seconds,
+            wa_fit_window_s=options.wa_fit_window_seconds,
+            wa_refit_s=options.wa_refit_seconds,
+        )
+        self.requests = self.hit_blocks = self.input_tokens = 0
+        self.last_hits = np.empty(0, dtype=np.int64)
+
+    def feed(self, work: LaneWork) -> None:
+        """Simulates the next chunk of the lane's requests."""
+        self.last_hits = self.sim.process_batch(work.keys, work.offsets, work.timestamps, work.categories)
+        self.requests += work.requests
+        self.hit_blocks += int(self.last_hits.sum())
+        self.input_tokens += int(work.input_lens.sum())
+
+    def result(self) -> PolicyResult:
+        hit_tokens = self.hit_blocks * self.lane.block_size
+        return PolicyResult(
+            policy=self.key.policy,
+            capacity_gb=self.key.capacity_gb,
+            capacity_blocks=self.capacity_blocks,
+            requests=self.requests,
+            hit_blocks=self.hit_blocks,
+            hit_tokens=hit_tokens,
+            input_tokens=self.input_tokens,
+            hit_ratio=hit_tokens / self.input_tokens if self.input_tokens else 0.0,
+            evictions=self.sim.stats().evictions,
+        )
+
+    def wa_state(self, category_names: list[str]) -> WaLane:
+        """What WA learnt (call on a wa run only)."""
+        stats = self.sim.stats()
+        rates = {
+            category_names[c]: rate for c, rate in enumerate(stats.wa_rates) if rate > 0 and c < len(category_names)
+        }
+        return WaLane(
+            life_s=stats.wa_life_s or 0.0, fits=stats.wa_fits, rates_per_s=rates, rate_all_per_s=stats.wa_rate_all
+        )
+
+    def close(self) -> None:
+        self.sim.close()
