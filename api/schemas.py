@@ -9,6 +9,7 @@ from typing import Any, Generic, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from litehit.db.states import JobState, LaneState, Stage
+from litehit.policies.options import SweepOptions
 from litehit.spec import ReplaySpec
 
 T = TypeVar("T")
@@ -83,7 +84,7 @@ class LanePublic(BaseModel):
 
 class JobPublic(BaseModel):
     id: str
-    kind: Literal["replay", "query"]
+    kind: Literal["replay", "query", "policy_sweep"]
     state: JobState
     stage: Stage
     source: str
@@ -102,6 +103,44 @@ class ReplayPublic(JobPublic):
     trace_id: str | None
     lanes: list[LanePublic]
     facts: dict[str, str] | None = Field(description="path (relative to storage) and URL of the published facts")
+
+
+class PolicySweepCreate(ReplayCreate):
+    """A replay config (as for /v1/replays: the trace by ``trace_id`` or ``trace_file_path`` in the
+    storage root; lanes with a TTL are rejected) and what to simulate under ``sweep``."""
+
+    sweep: SweepOptions
+
+
+class SweepRunPublic(BaseModel):
+    """One simulation: a lane under one policy at one capacity; results once succeeded."""
+
+    run: int
+    lane: int
+    instance_id: str
+    policy: str
+    slot: int = Field(description="index in sweep.capacity_gb")
+    capacity_gb: float
+    capacity_blocks: int
+    state: LaneState
+    requests: int
+    hit_blocks: int
+    hit_tokens: int
+    input_tokens: int
+    hit_ratio: float | None
+    evictions: int
+    details: dict[str, Any] = Field(description="wa: what WA learnt; lru_check: the --verify-lru tally")
+    attempts: int
+    worker: str | None
+    error: str | None
+    started_at: datetime | None
+    finished_at: datetime | None
+
+
+class PolicySweepPublic(JobPublic):
+    trace_id: str | None
+    runs: list[SweepRunPublic]
+    links: dict[str, str]
 
 
 class QueryCreate(BaseModel):

@@ -16,11 +16,13 @@ from pathlib import Path, PurePosixPath
 
 from litehit.errors import StorageError
 
-__all__ = ["CURVE_FILE", "PLOT_FILE", "REQUESTS_FILE", "Storage"]
+__all__ = ["CURVE_FILE", "PLOT_FILE", "REQUESTS_FILE", "SWEEP_PLOT_FILE", "SWEEP_RESULT_FILE", "Storage"]
 
 REQUESTS_FILE = "requests.jsonl"  # in a query job's directory
 CURVE_FILE = "curve.json"
 PLOT_FILE = "hit_rate.png"
+SWEEP_RESULT_FILE = "policies.json"  # a policy sweep's result (the CLI's -o bytes)
+SWEEP_PLOT_FILE = "policies.png"
 
 
 class Storage:

@@ -317,10 +317,6 @@ def test_oracle_lru_matches_naive_lru(seed: int) -> None:
 
 # --- 3. core_c.PolicySim against the oracle -------------------------------------------------------------
 
-requires_engine = pytest.mark.skipif(
-    not hasattr(core_c, "PolicySim"),
-    reason="core_c.PolicySim does not exist yet (the C policy simulator is being written); remove once it lands",
-)
 
 # Name -> (policy, wa parameters). Random traces span minutes: refit 5 s and a 20 s window make many fits.
 RANDOM_CONFIGS: dict[str, tuple[str, dict[str, Any]]] = {
@@ -415,7 +411,6 @@ def assert_engine_matches(
     return want
 
 
-@requires_engine
 @pytest.mark.parametrize("capacity", CAPACITIES)
 @pytest.mark.parametrize("trace", list(HAND_TRACES))
 @pytest.mark.parametrize("config", list(HAND_CONFIGS))
@@ -424,7 +419,6 @@ def test_engine_matches_oracle_on_hand_traces(config: str, trace: str, capacity:
     assert_engine_matches(policy, capacity, HAND_TRACES[trace], params)
 
 
-@requires_engine
 @pytest.mark.parametrize(
     ("life_s", "refit_s"),
     [
@@ -458,7 +452,6 @@ def random_named_trace(name: str) -> list[Request]:
     return random_trace(random.Random(seed), n, chains=chains, categories=categories, t0=1_700_000_000 * S)
 
 
-@requires_engine
 @pytest.mark.parametrize("capacity", CAPACITIES)
 @pytest.mark.parametrize("trace", list(RANDOM_TRACES))
 @pytest.mark.parametrize("config", list(RANDOM_CONFIGS))
@@ -469,7 +462,6 @@ def test_engine_matches_oracle_on_random_traces(config: str, trace: str, capacit
         assert want.wa_fits > 50 and want.wa_rates  # the trace exercises the fitted victims
 
 
-@requires_engine
 @pytest.mark.parametrize("seed", range(3))
 @pytest.mark.parametrize("config", list(RANDOM_CONFIGS))
 def test_engine_state_persists_across_batches(config: str, seed: int) -> None:
@@ -487,7 +479,6 @@ def test_engine_state_persists_across_batches(config: str, seed: int) -> None:
 # --- 4. core_c.PolicySim argument errors ------------------------------------------------------------------
 
 
-@requires_engine
 @pytest.mark.parametrize(
     ("args", "kwargs"),
     [
@@ -508,7 +499,6 @@ def test_engine_rejects_bad_configuration(args: tuple[Any, ...], kwargs: dict[st
         core_c.PolicySim(*args, **kwargs)
 
 
-@requires_engine
 def test_engine_rejects_negative_categories() -> None:
     keys, offsets, timestamps, categories = as_batch(untimed([1], [2]))
     categories[1] = -1
@@ -516,7 +506,6 @@ def test_engine_rejects_negative_categories() -> None:
         sim.process_batch(keys, offsets, timestamps, categories)
 
 
-@requires_engine
 def test_engine_rejects_decreasing_timestamps_within_and_across_batches() -> None:
     with core_c.PolicySim("lru", 4) as sim, pytest.raises(core_c.CoreInvalidArgument):
         sim.process_batch(*as_batch([at(2, 0, [1]), at(1, 0, [2])]))
@@ -526,7 +515,6 @@ def test_engine_rejects_decreasing_timestamps_within_and_across_batches() -> Non
             sim.process_batch(*as_batch([at(4, 0, [1])]))
 
 
-@requires_engine
 @pytest.mark.parametrize("broken", ["decreasing-offsets", "last-offset", "short-timestamps"])
 def test_engine_rejects_malformed_batches(broken: str) -> None:
     keys, offsets, timestamps, categories = as_batch(untimed([1, 2], [3], [4, 5]))

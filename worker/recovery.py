@@ -9,17 +9,29 @@ task_max_attempts with a clear reason, so no job stays "running" forever.
 from __future__ import annotations
 
 import logging
-from datetime import timedelta
+from collections.abc import Callable
+from datetime import datetime, timedelta
 
 from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session
 
-from litehit.db.models import Job, LaneRun, utcnow
+from litehit.db.models import Job, LaneRun, SweepRun, utcnow
 from litehit.db.states import JobState, LaneState, Stage
 from litehit.settings import Settings
 from litehit.storage import Storage
-from worker.jobs.state import fail_job
-from worker.jobs.submit import LANE_TASK, MERGE_TASK, PARSE_TASK, QUERY_TASK, Enqueue
+from worker.jobs.state import Part, fail_job
+from worker.jobs.submit import (
+    FIRST_TASK,
+    LANE_TASK,
+    MERGE_TASK,
+    PARSE_TASK,
+    QUERY_TASK,
+    SWEEP_KIND,
+    SWEEP_MERGE_TASK,
+    SWEEP_PARSE_TASK,
+    SWEEP_RUN_TASK,
+    Enqueue,
+)
 
 __all__ = ["sweep"]
 
@@ -29,7 +41,14 @@ STAGE_TASK = {
     ("replay", Stage.PARSE): PARSE_TASK,
     ("replay", Stage.MERGE): MERGE_TASK,
     ("query", Stage.QUERY): QUERY_TASK,
+    (SWEEP_KIND, Stage.PARSE): SWEEP_PARSE_TASK,
+    (SWEEP_KIND, Stage.MERGE): SWEEP_MERGE_TASK,
 }
+# The parallel stages: their rows, the stage and the task of one part.
+PARTS: tuple[tuple[Part, Stage, str], ...] = (
+    (LaneRun, Stage.LANES, LANE_TASK),
+    (SweepRun, Stage.SIMULATE, SWEEP_RUN_TASK),
+)
 
 
 def sweep(session: Session, settings: Settings, enqueue: Enqueue) -> list[str]:
@@ -54,8 +73,7 @@ def sweep(session: Session, settings: Settings, enqueue: Enqueue) -> list[str]:
     for job in session.scalars(
         select(Job).where(Job.state == JobState.QUEUED, or_(Job.heartbeat_at.is_(None), Job.heartbeat_at < stale))
     ):
-        task = PARSE_TASK if job.kind == "replay" else QUERY_TASK
-        if send(task, job.id):
+        if send(FIRST_TASK[job.kind], job.id):
             session.execute(update(Job).where(Job.id == job.id).values(heartbeat_at=now))
             actions.append(f"requeued {job.id}")
     session.commit()
@@ -72,28 +90,54 @@ def sweep(session: Session, settings: Settings, enqueue: Enqueue) -> list[str]:
                 actions.append(f"gave up {job.id}")
         elif send(stage_task, job.id):
             actions.append(f"retried {job.stage} of {job.id}")
-    lanes = (
-        select(LaneRun, Job)
+    for model, stage, task in PARTS:
+        actions += _resend_parts(session, settings, storage, model, stage, task, send, now, stale)
+    session.commit()
+    return actions
+
+
+def _resend_parts(
+    session: Session,
+    settings: Settings,
+    storage: Storage,
+    model: Part,
+    stage: Stage,
+    task: str,
+    send: Callable[..., bool],
+    now: datetime,
+    stale: datetime,
+) -> list[str]:
+    """Parts of a parallel stage whose worker went silent, or that wait while their job's
+    heartbeat is stale (the message may be lost), are sent again; a part that used up its
+    attempts ends the job."""
+    actions: list[str] = []
+    key = LaneRun.lane if model is LaneRun else SweepRun.run
+    name = "lane" if model is LaneRun else "simulation"
+    parts = (
+        select(model, Job)
         .join(Job)
         .where(
             Job.state == JobState.RUNNING,
-            Job.stage == Stage.LANES,
+            Job.stage == stage,
             or_(
-                (LaneRun.state == LaneState.RUNNING)
-                & or_(LaneRun.heartbeat_at.is_(None), LaneRun.heartbeat_at < stale),
-                (LaneRun.state == LaneState.QUEUED) & or_(Job.heartbeat_at.is_(None), Job.heartbeat_at < stale),
+                (model.state == LaneState.RUNNING) & or_(model.heartbeat_at.is_(None), model.heartbeat_at < stale),
+                (model.state == LaneState.QUEUED) & or_(Job.heartbeat_at.is_(None), Job.heartbeat_at < stale),
             ),
         )
+        .order_by(key)
     )
-    for lane, job in session.execute(lanes).all():
-        if lane.state == LaneState.QUEUED:  # throttle: waiting lanes are sent again at most once per stale period
+    for found, job in session.execute(parts).all():
+        assert isinstance(found, LaneRun | SweepRun)
+        part = found
+        index = part.lane if isinstance(part, LaneRun) else part.run
+        label = part.instance_id if isinstance(part, LaneRun) else str(index)
+        if part.state == LaneState.QUEUED:  # throttle: waiting parts are sent again at most once per stale period
             session.execute(update(Job).where(Job.id == job.id).values(heartbeat_at=now))
-        if lane.attempts >= settings.task_max_attempts:
-            reason = f"lane {lane.instance_id}: gave up after {lane.attempts} attempts (worker lost?)"
+        if part.attempts >= settings.task_max_attempts:
+            reason = f"{name} {label}: gave up after {part.attempts} attempts (worker lost?)"
             if fail_job(session, job.id, reason):
                 storage.remove_work(job.id)
                 actions.append(f"gave up {job.id}")
-        elif send(LANE_TASK, job.id, lane.lane):
-            actions.append(f"retried lane {lane.lane} of {job.id}")
-    session.commit()
+        elif send(task, job.id, index):
+            actions.append(f"retried {name} {index} of {job.id}")
     return actions

@@ -12,7 +12,16 @@ from worker.celery_app import app, enqueue
 from worker.errors import TRANSIENT
 from worker.jobs.query_job import run_query
 from worker.jobs.replay_job import run_lane, run_merge, run_parse
-from worker.jobs.submit import LANE_TASK, MERGE_TASK, PARSE_TASK, QUERY_TASK
+from worker.jobs.submit import (
+    LANE_TASK,
+    MERGE_TASK,
+    PARSE_TASK,
+    QUERY_TASK,
+    SWEEP_MERGE_TASK,
+    SWEEP_PARSE_TASK,
+    SWEEP_RUN_TASK,
+)
+from worker.jobs.sweep_job import run_sweep_merge, run_sweep_parse, run_sweep_run
 
 RETRY = {
     "autoretry_for": TRANSIENT,
@@ -45,3 +54,21 @@ def replay_merge(job_id: str) -> str:
 def query_run(job_id: str) -> str:
     with session_scope() as session:
         return run_query(session, get_settings(), job_id)
+
+
+@app.task(name=SWEEP_PARSE_TASK, **RETRY)
+def sweep_parse(job_id: str) -> str:
+    with session_scope() as session:
+        return run_sweep_parse(session, get_settings(), job_id, enqueue)
+
+
+@app.task(name=SWEEP_RUN_TASK, **RETRY)
+def sweep_run(job_id: str, run: int) -> str:
+    with session_scope() as session:
+        return run_sweep_run(session, get_settings(), job_id, run, enqueue)
+
+
+@app.task(name=SWEEP_MERGE_TASK, **RETRY)
+def sweep_merge(job_id: str) -> str:
+    with session_scope() as session:
+        return run_sweep_merge(session, get_settings(), job_id)

@@ -11,7 +11,10 @@ from sqlalchemy import Select, func, select, update
 from sqlalchemy.orm import Session
 
 from api.errors import ApiError
-from litehit.db.models import Job, LaneRun, QuerySummary, utcnow
+from litehit.db.models import Job, LaneRun, QuerySummary, SweepRun, utcnow
+from litehit.db.states import TERMINAL, JobState
+from litehit.storage import Storage
+from worker.jobs.state import fail_job
 from worker.jobs.submit import Enqueue
 
 log = logging.getLogger(__name__)
@@ -42,7 +45,7 @@ def fast_json(model: type[BaseModel], data: dict[str, Any]) -> Response:
 
 
 # Reads for the views use Core rows, not ORM objects: status polling is the hot path.
-JOBS, LANES, SUMMARIES = Job.__table__, LaneRun.__table__, QuerySummary.__table__
+JOBS, LANES, SUMMARIES, RUNS = Job.__table__, LaneRun.__table__, QuerySummary.__table__, SweepRun.__table__
 
 
 def job_row(session: Session, job_id: str, kind: str) -> dict[str, Any]:
@@ -58,6 +61,26 @@ def lane_rows(session: Session, job_ids: list[str]) -> dict[str, list[dict[str, 
     for row in session.execute(query).mappings():
         out[row["job_id"]].append(dict(row))
     return out
+
+
+def run_rows(session: Session, job_ids: list[str]) -> dict[str, list[dict[str, Any]]]:
+    out: dict[str, list[dict[str, Any]]] = {i: [] for i in job_ids}
+    query = select(RUNS).where(RUNS.c.job_id.in_(job_ids)).order_by(RUNS.c.job_id, RUNS.c.run)
+    for row in session.execute(query).mappings():
+        out[row["job_id"]].append(dict(row))
+    return out
+
+
+def cancel_job(session: Session, storage: Storage, job: Job, what: str) -> None:
+    """Asks a queued or running job to stop (409 once it ended); a queued one ends at once."""
+    if job.state in TERMINAL:
+        raise ApiError(409, "conflict", f"the {what} already ended ({job.state})")
+    session.execute(update(Job).where(Job.id == job.id).values(cancel_requested=True))
+    session.commit()
+    if job.state == JobState.QUEUED and fail_job(
+        session, job.id, "cancelled before it started", state=JobState.CANCELLED
+    ):
+        storage.remove_work(job.id)
 
 
 def summary_rows(session: Session, job_ids: list[str]) -> dict[str, list[dict[str, Any]]]:

@@ -6,16 +6,14 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Query, Response
 from fastapi.responses import FileResponse
-from sqlalchemy import select, update
+from sqlalchemy import select
 
 from api.deps import EnqueueDep, SessionDep, StorageDep
 from api.errors import ApiError
-from api.routes.common import JOBS, accepted, fast_json, job_or_404, job_row, lane_rows, paginate
+from api.routes.common import JOBS, accepted, cancel_job, fast_json, job_or_404, job_row, lane_rows, paginate
 from api.schemas import ErrorResponse, Page, ReplayCreate, ReplayPublic
-from litehit.db.models import Job
-from litehit.db.states import TERMINAL, JobState
+from litehit.db.states import JobState
 from worker.errors import IdempotencyConflict
-from worker.jobs.state import fail_job
 from worker.jobs.submit import PARSE_TASK, create_replay_job
 
 router = APIRouter(prefix="/replays", tags=["replays"])
@@ -105,13 +103,5 @@ def get_facts(job_id: str, session: SessionDep, storage: StorageDep) -> FileResp
     summary="Cancel a queued or running replay",
 )
 def cancel_replay(job_id: str, session: SessionDep, storage: StorageDep) -> dict[str, Any]:
-    job = job_or_404(session, job_id, "replay")
-    if job.state in TERMINAL:
-        raise ApiError(409, "conflict", f"the replay already ended ({job.state})")
-    session.execute(update(Job).where(Job.id == job_id).values(cancel_requested=True))
-    session.commit()
-    if job.state == JobState.QUEUED and fail_job(
-        session, job_id, "cancelled before it started", state=JobState.CANCELLED
-    ):
-        storage.remove_work(job_id)
+    cancel_job(session, storage, job_or_404(session, job_id, "replay"), "replay")
     return load_replay(session, job_id)

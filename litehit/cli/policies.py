@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -57,9 +56,7 @@ def add_parser(sub: Any) -> None:
 
 def parse_options(args: argparse.Namespace) -> SweepOptions:
     """The sweep options of a command line; errors name the flag and the value."""
-    from pydantic import ValidationError
-
-    from litehit.policies.options import SweepOptions
+    from litehit.policies.options import parse_sweep_options
 
     data = {
         "policies": [p.strip() for p in args.policies.split(",") if p.strip()],
@@ -70,13 +67,12 @@ def parse_options(args: argparse.Namespace) -> SweepOptions:
         "verify_lru": args.verify_lru,
     }
     try:
-        return SweepOptions.model_validate(data)
-    except ValidationError as exc:
+        return parse_sweep_options(data)
+    except ConfigError as exc:  # field paths -> the flags the user typed
         issues = []
-        for e in exc.errors():
-            field = str(e["loc"][0]) if e["loc"] else ""
-            where = _FLAGS.get(field, field) + "".join(f"[{part}]" for part in e["loc"][1:])
-            issues.append(ConfigIssue(where, e.get("input"), e["msg"].removeprefix("Value error, ")))
+        for issue in exc.issues:
+            field, bracket, rest = issue.path.partition("[")
+            issues.append(ConfigIssue(_FLAGS.get(field, field) + bracket + rest, issue.value, issue.message))
         raise ConfigError(issues) from None
 
 
@@ -96,7 +92,7 @@ def _run(args: argparse.Namespace) -> int:
         reporter.finish()
     if args.output is not None:
         with AtomicPublisher(args.output) as out:
-            out.write(json.dumps(result.model_dump(mode="json"), indent=2).encode() + b"\n")
+            out.write(result.json_bytes())
             out.commit()
         print(f"policies: {args.output}")
     if args.plot is not None:

@@ -26,6 +26,7 @@ __all__ = [
     "OnlineShard",
     "QuerySummary",
     "StrEnumColumn",
+    "SweepRun",
     "Trace",
     "host_pid",
     "new_id",
@@ -92,7 +93,7 @@ class Job(Base):
     __table_args__ = (UniqueConstraint("kind", "idempotency_key", name="uq_jobs_idempotency"),)
 
     id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
-    kind: Mapped[str] = mapped_column(String(16), index=True)  # replay | query
+    kind: Mapped[str] = mapped_column(String(16), index=True)  # replay | query | policy_sweep
     state: Mapped[JobState] = mapped_column(StrEnumColumn(JobState, 16), index=True, default=JobState.QUEUED)
     stage: Mapped[Stage] = mapped_column(StrEnumColumn(Stage, 16), default=Stage.QUEUED)
     source: Mapped[str] = mapped_column(String(8), default="api")  # api | cli
@@ -114,6 +115,9 @@ class Job(Base):
 
     lanes: Mapped[list[LaneRun]] = relationship(
         back_populates="job", order_by="LaneRun.lane", cascade="all, delete-orphan"
+    )
+    runs: Mapped[list[SweepRun]] = relationship(
+        back_populates="job", order_by="SweepRun.run", cascade="all, delete-orphan"
     )
     summaries: Mapped[list[QuerySummary]] = relationship(
         back_populates="job",
@@ -146,6 +150,38 @@ class LaneRun(Base):
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
 
     job: Mapped[Job] = relationship(back_populates="lanes")
+
+
+class SweepRun(Base):
+    """One simulation of a policy sweep (lane x policy x capacity): its own row, so parallel
+    tasks never write the same row; once succeeded it holds the result."""
+
+    __tablename__ = "sweep_runs"
+
+    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), primary_key=True)
+    run: Mapped[int] = mapped_column(Integer, primary_key=True)
+    lane: Mapped[int] = mapped_column(Integer)
+    instance_id: Mapped[str] = mapped_column(String(255))
+    policy: Mapped[str] = mapped_column(String(16))
+    slot: Mapped[int] = mapped_column(Integer)  # index in the sweep's capacity_gb
+    capacity_gb: Mapped[float] = mapped_column(Float)
+    capacity_blocks: Mapped[int] = mapped_column(BigInteger)
+    state: Mapped[LaneState] = mapped_column(StrEnumColumn(LaneState, 16), default=LaneState.QUEUED)
+    requests: Mapped[int] = mapped_column(BigInteger, default=0)
+    hit_blocks: Mapped[int] = mapped_column(BigInteger, default=0)
+    hit_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    input_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    hit_ratio: Mapped[float | None] = mapped_column(Float, nullable=True)
+    evictions: Mapped[int] = mapped_column(BigInteger, default=0)
+    details: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)  # wa state, lru check
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    worker: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+    job: Mapped[Job] = relationship(back_populates="runs")
 
 
 class QuerySummary(Base):

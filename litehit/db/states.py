@@ -23,20 +23,22 @@ TERMINAL = frozenset({JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED})
 
 
 class Stage(StrEnum):
-    """The step a job is at: a replay goes parse -> lanes -> merge, a query runs query; both end
-    at done (a job that failed or was cancelled too)."""
+    """The step a job is at: a replay goes parse -> lanes -> merge, a policy sweep parse ->
+    simulate -> merge, a query runs query; all end at done (a job that failed or was cancelled
+    too)."""
 
     QUEUED = "queued"
     PARSE = "parse"
     LANES = "lanes"
+    SIMULATE = "simulate"
     MERGE = "merge"
     QUERY = "query"
     DONE = "done"
 
 
 class LaneState(StrEnum):
-    """One lane of a replay: queued -> running -> succeeded | failed (running again when its
-    worker was lost)."""
+    """One part of a job's parallel stage (a lane of a replay, a simulation of a sweep):
+    queued -> running -> succeeded | failed (running again when its worker was lost)."""
 
     QUEUED = "queued"
     RUNNING = "running"

@@ -6,9 +6,12 @@ from __future__ import annotations
 import math
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-__all__ = ["POLICY_NAMES", "PolicyName", "SweepOptions"]
+from litehit.errors import ConfigError, ConfigIssue
+from litehit.spec import ReplaySpec, config_error
+
+__all__ = ["POLICY_NAMES", "PolicyName", "SweepOptions", "check_sweepable", "parse_sweep_options"]
 
 PolicyName = Literal["lru", "fifo", "lfu", "gdfs", "wa"]
 POLICY_NAMES: tuple[PolicyName, ...] = ("lru", "fifo", "lfu", "gdfs", "wa")
@@ -69,3 +72,29 @@ class SweepOptions(BaseModel):
         if self.verify_lru and "lru" not in self.policies:
             raise ValueError("verify_lru compares the lru column: include lru in policies")
         return self
+
+
+def parse_sweep_options(data: object) -> SweepOptions:
+    """Validated options; ConfigError names each bad field and value."""
+    try:
+        return SweepOptions.model_validate(data)
+    except ValidationError as exc:
+        raise config_error(exc) from None
+
+
+def check_sweepable(spec: ReplaySpec) -> None:
+    """Policies model no TTL in this version: a lane with a TTL is a ConfigError naming it."""
+    issues = []
+    for i, inst in enumerate(spec.instances):
+        ttl_ns = spec.group_of(inst).ttl_ns
+        if ttl_ns:
+            issues.append(
+                ConfigIssue(
+                    f"instances[{i}]",
+                    inst.instance_id,
+                    f"lane {inst.instance_id} has a TTL of {ttl_ns / 1e9:g} s: eviction-policy sweeps model no "
+                    "TTL; use a group with ttl_seconds 0",
+                )
+            )
+    if issues:
+        raise ConfigError(issues)

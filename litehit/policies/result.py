@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from pydantic import BaseModel, Field
 
 __all__ = ["LaneSweep", "LruCheck", "PolicyResult", "PolicySweepResult", "WaLane", "WaSettings"]
@@ -60,3 +62,7 @@ class WaSettings(BaseModel):
 class PolicySweepResult(BaseModel):
     lanes: list[LaneSweep]
     wa: WaSettings
+
+    def json_bytes(self) -> bytes:
+        """policies.json as written by the CLI and the service alike."""
+        return json.dumps(self.model_dump(mode="json"), indent=2).encode() + b"\n"

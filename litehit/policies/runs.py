@@ -9,11 +9,13 @@ import numpy as np
 
 import core_c
 from litehit.capacity import capacity_blocks
+from litehit.errors import ReplayError
 from litehit.policies.options import SweepOptions
-from litehit.policies.result import PolicyResult, WaLane
+from litehit.policies.result import LruCheck, PolicyResult, WaLane
+from litehit.replay.lanes import LaneRunner
 from litehit.replay.plan import LaneSpec, LaneWork
 
-__all__ = ["PolicyRun", "RunKey"]
+__all__ = ["LruComparison", "PolicyRun", "RunKey"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,3 +77,36 @@ class PolicyRun:
 
     def close(self) -> None:
         self.sim.close()
+
+
+class LruComparison:
+    """Counts how LRU runs of one lane compare with the exact lane core's facts at their
+    capacities, request by request; facts above the simulation mean a bug (ReplayError)."""
+
+    def __init__(self, lane: LaneSpec, lru_runs: list[PolicyRun]) -> None:
+        self.runner = LaneRunner(lane)
+        self.runs = lru_runs
+        self.comparisons = self.equal = self.lower = 0
+
+    def check(self, work: LaneWork) -> None:
+        facts = self.runner.run(work)
+        projected = core_c.project_batch(facts.segments, facts.seg_offsets, [r.capacity_blocks for r in self.runs])
+        for column, run in enumerate(self.runs):
+            want = projected[:, column].astype(np.int64)
+            higher = np.flatnonzero(want > run.last_hits)
+            if len(higher):
+                i = int(higher[0])
+                raise ReplayError(
+                    f"--verify-lru failed on lane {self.runner.spec.instance_id} at {run.key.capacity_gb:g} GiB: "
+                    f"a request got {int(run.last_hits[i])} hit blocks in the LRU simulation but {int(want[i])} "
+                    "from the exact facts"
+                )
+            self.comparisons += len(want)
+            self.equal += int(np.count_nonzero(want == run.last_hits))
+            self.lower += int(np.count_nonzero(want < run.last_hits))
+
+    def tally(self) -> LruCheck:
+        return LruCheck(comparisons=self.comparisons, equal=self.equal, facts_lower=self.lower)
+
+    def close(self) -> None:
+        self.runner.close()

@@ -7,35 +7,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
-import numpy as np
-
-import core_c
-from litehit.errors import ConfigError, ConfigIssue, ReplayError
-from litehit.policies.options import SweepOptions
+from litehit.policies.options import SweepOptions, check_sweepable
 from litehit.policies.result import LaneSweep, LruCheck, PolicyResult, PolicySweepResult, WaLane, WaSettings
-from litehit.policies.runs import PolicyRun, RunKey
+from litehit.policies.runs import LruComparison, PolicyRun, RunKey
 from litehit.replay.chunks import Progress, TraceChunks, resolve_format
-from litehit.replay.lanes import LaneRunner
-from litehit.replay.plan import LaneSpec, LaneWork, ReplayPlan, make_plan
+from litehit.replay.plan import LaneSpec, ReplayPlan, make_plan
 from litehit.spec import ReplaySpec
 
-__all__ = ["assemble_result", "check_sweepable", "run_keys", "run_policy_sweep"]
-
-
-def check_sweepable(plan: ReplayPlan) -> None:
-    """Policies ignore TTL in this version: a TTL lane is a config error naming the lane."""
-    issues = [
-        ConfigIssue(
-            f"instances[{lane.index}]",
-            lane.instance_id,
-            f"lane {lane.instance_id} has a TTL of {lane.ttl_ns / 1e9:g} s: eviction-policy sweeps model no TTL; "
-            "use a group with ttl_seconds 0",
-        )
-        for lane in plan.lanes
-        if lane.ttl_ns
-    ]
-    if issues:
-        raise ConfigError(issues)
+__all__ = ["assemble_result", "run_keys", "run_policy_sweep"]
 
 
 def run_keys(plan: ReplayPlan, options: SweepOptions) -> list[RunKey]:
@@ -48,38 +27,6 @@ def run_keys(plan: ReplayPlan, options: SweepOptions) -> list[RunKey]:
     ]
 
 
-class _LruComparison:
-    """Counts, per lane, how the LRU runs compare with the lane core's facts at their capacities."""
-
-    def __init__(self, lane: LaneSpec, lru_runs: list[PolicyRun]) -> None:
-        self.runner = LaneRunner(lane)
-        self.runs = lru_runs
-        self.comparisons = self.equal = self.lower = 0
-
-    def check(self, work: LaneWork) -> None:
-        facts = self.runner.run(work)
-        projected = core_c.project_batch(facts.segments, facts.seg_offsets, [r.capacity_blocks for r in self.runs])
-        for column, run in enumerate(self.runs):
-            want = projected[:, column].astype(np.int64)
-            higher = np.flatnonzero(want > run.last_hits)
-            if len(higher):
-                i = int(higher[0])
-                raise ReplayError(
-                    f"--verify-lru failed on lane {self.runner.spec.instance_id} at {run.key.capacity_gb:g} GiB: "
-                    f"a request got {int(run.last_hits[i])} hit blocks in the LRU simulation but {int(want[i])} "
-                    "from the exact facts"
-                )
-            self.comparisons += len(want)
-            self.equal += int(np.count_nonzero(want == run.last_hits))
-            self.lower += int(np.count_nonzero(want < run.last_hits))
-
-    def tally(self) -> LruCheck:
-        return LruCheck(comparisons=self.comparisons, equal=self.equal, facts_lower=self.lower)
-
-    def close(self) -> None:
-        self.runner.close()
-
-
 def run_policy_sweep(
     spec: ReplaySpec,
     options: SweepOptions,
@@ -89,12 +36,12 @@ def run_policy_sweep(
 ) -> PolicySweepResult:
     """Simulates every lane of the spec under every policy at every capacity, in one pass."""
     path = spec.trace_file_path
+    check_sweepable(spec)
     plan = make_plan(spec, resolve_format(spec, path), path)
-    check_sweepable(plan)
     runs = [PolicyRun(key, plan.lanes[key.lane], options) for key in run_keys(plan, options)]
     checks = (
         [
-            _LruComparison(lane, [r for r in runs if r.key.lane == lane.index and r.key.policy == "lru"])
+            LruComparison(lane, [r for r in runs if r.key.lane == lane.index and r.key.policy == "lru"])
             for lane in plan.lanes
         ]
         if options.verify_lru

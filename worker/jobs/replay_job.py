@@ -7,8 +7,6 @@ service, a direct call in tests).
 
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from sqlalchemy import delete
@@ -16,99 +14,37 @@ from sqlalchemy.orm import Session
 
 from litehit.db.models import Job, LaneRun, utcnow
 from litehit.db.states import JobState, LaneState, Stage
-from litehit.errors import LiteHitError, ReplayCancelled
-from litehit.replay.chunks import Progress
+from litehit.errors import ReplayCancelled
 from litehit.replay.runner import FACTS_FILE
-from litehit.replay.staged import lane_stage, merge_stage, parse_stage, read_manifest
+from litehit.replay.staged import lane_stage, merge_stage, read_manifest
 from litehit.settings import Settings
-from litehit.spec import ReplaySpec, parse_replay_spec
 from litehit.storage import Storage
 from worker.errors import TRANSIENT
+from worker.jobs.parse import parse_job_trace, runtime_spec
 from worker.jobs.state import (
-    LaneClaim,
+    PartClaim,
     claim_job_stage,
-    claim_lane,
+    claim_part,
+    error_text,
     fail_job,
-    finish_lane,
-    heartbeat_job,
-    heartbeat_lane,
+    fail_job_from,
+    finish_part,
+    heartbeat_part,
     job_should_stop,
     try_start_merge,
 )
 from worker.jobs.submit import LANE_TASK, MERGE_TASK, Enqueue
+from worker.jobs.throttle import Throttle
 
-__all__ = ["run_lane", "run_merge", "run_parse", "runtime_spec"]
-
-
-@dataclass
-class _Throttle:
-    """Calls fn at most every `every` seconds (progress heartbeats)."""
-
-    every: float
-    last: float = 0.0
-
-    def due(self) -> bool:
-        now = time.monotonic()
-        if now - self.last >= self.every:
-            self.last = now
-            return True
-        return False
-
-
-def runtime_spec(job: Job, storage: Storage) -> ReplaySpec:
-    """The job's spec with paths resolved inside the storage root."""
-    data = dict(job.spec)
-    data["trace_file_path"] = str(storage.absolute(data["trace_file_path"]))
-    data["output_result_path"] = str(storage.out_dir(job.id))
-    return parse_replay_spec(data)
-
-
-def _fail_from(session: Session, storage: Storage, job_id: str, exc: BaseException) -> None:
-    state = JobState.CANCELLED if isinstance(exc, ReplayCancelled) else JobState.FAILED
-    reason = str(exc) if isinstance(exc, LiteHitError) else f"internal error: {type(exc).__name__}: {exc}"
-    if fail_job(session, job_id, reason, state=state):
-        storage.remove_work(job_id)
+__all__ = ["run_lane", "run_merge", "run_parse"]
 
 
 def run_parse(session: Session, settings: Settings, job_id: str, enqueue: Enqueue) -> str:
     """Stage 1: scan, validate, route and normalize the trace once; then one task per lane."""
-    storage = Storage(settings.storage)
-    if not claim_job_stage(session, job_id, (Stage.QUEUED, Stage.PARSE), Stage.PARSE, settings.stale_after_s):
-        return "skipped"
-    job = session.get(Job, job_id)
-    assert job is not None
-    throttle = _Throttle(settings.heartbeat_s)
-
-    def progress(p: Progress) -> None:
-        if throttle.due():
-            heartbeat_job(
-                session,
-                job_id,
-                progress={
-                    "stage": Stage.PARSE,
-                    "lines": p.lines,
-                    "reads": p.reads,
-                    "blocks": p.blocks,
-                    "bytes_read": p.bytes_read,
-                    "bytes_total": p.bytes_total,
-                },
-            )
-
-    stop_throttle = _Throttle(settings.heartbeat_s)
-
-    def should_stop() -> bool:
-        return stop_throttle.due() and job_should_stop(session, job_id)
-
-    try:
-        spec = runtime_spec(job, storage)
-        work = storage.work_dir(job_id)
-        storage.remove_work(job_id)
-        manifest = parse_stage(spec, work, on_progress=progress, should_stop=should_stop)
-    except TRANSIENT:
-        raise
-    except Exception as exc:  # every failure ends the job with its reason
-        _fail_from(session, storage, job_id, exc)
-        return "failed"
+    parsed = parse_job_trace(session, settings, job_id, lambda job, storage: runtime_spec(job.spec, job.id, storage))
+    if isinstance(parsed, str):
+        return parsed
+    job, spec, manifest = parsed.job, parsed.spec, parsed.manifest
     session.execute(delete(LaneRun).where(LaneRun.job_id == job_id))
     for i, inst in enumerate(spec.instances):
         session.add(
@@ -121,19 +57,9 @@ def run_parse(session: Session, settings: Settings, job_id: str, enqueue: Enqueu
                 blocks_total=manifest.lane_blocks[i],
             )
         )
-    job = session.get(Job, job_id)
-    assert job is not None
     job.stage = Stage.LANES
     job.heartbeat_at = utcnow()
     job.progress = {"stage": Stage.LANES, "lines": manifest.lines, "reads": manifest.reads, "blocks": manifest.blocks}
-    job.stats = {
-        "trace_format": manifest.trace_format,
-        "lines": manifest.lines,
-        "rows": manifest.rows,
-        "reads": manifest.reads,
-        "blocks": manifest.blocks,
-        "parse_seconds": round(manifest.parse_s, 3),
-    }
     session.commit()
     for i in range(len(spec.instances)):
         enqueue(LANE_TASK, job_id, i)
@@ -143,43 +69,47 @@ def run_parse(session: Session, settings: Settings, job_id: str, enqueue: Enqueu
 def run_lane(session: Session, settings: Settings, job_id: str, lane: int, enqueue: Enqueue) -> str:
     """Stage 2 (one per lane, in parallel): replay one lane's requests in order."""
     storage = Storage(settings.storage)
-    claim = claim_lane(session, job_id, lane, settings.stale_after_s, settings.task_max_attempts)
-    if claim == LaneClaim.EXHAUSTED:
+    claim = claim_part(session, LaneRun, job_id, lane, settings.stale_after_s, settings.task_max_attempts)
+    if claim == PartClaim.EXHAUSTED:
         fail_job(session, job_id, f"lane {lane}: gave up after {settings.task_max_attempts} attempts (worker lost?)")
         storage.remove_work(job_id)
         return claim
-    if claim != LaneClaim.CLAIMED:
+    if claim != PartClaim.CLAIMED:
         return claim
     job = session.get(Job, job_id)
     assert job is not None
-    throttle = _Throttle(settings.heartbeat_s)
-    stop_throttle = _Throttle(settings.heartbeat_s)
+    throttle = Throttle(settings.heartbeat_s)
+    stop_throttle = Throttle(settings.heartbeat_s)
 
     def progress(requests: int, blocks: int) -> None:
         if throttle.due():
-            heartbeat_lane(session, job_id, lane, requests=requests, blocks=blocks)
+            heartbeat_part(session, LaneRun, job_id, lane, requests=requests, blocks=blocks)
 
     def should_stop() -> bool:
         return stop_throttle.due() and job_should_stop(session, job_id)
 
     try:
         stats = lane_stage(
-            runtime_spec(job, storage), storage.work_dir(job_id), lane, on_progress=progress, should_stop=should_stop
+            runtime_spec(job.spec, job.id, storage),
+            storage.work_dir(job_id),
+            lane,
+            on_progress=progress,
+            should_stop=should_stop,
         )
     except TRANSIENT:
         raise
     except Exception as exc:
         name = next((r.instance_id for r in job.lanes if r.lane == lane), str(lane))
-        finish_lane(session, job_id, lane, LaneState.FAILED, error=str(exc))
+        finish_part(session, LaneRun, job_id, lane, LaneState.FAILED, error=str(exc))
         if isinstance(exc, ReplayCancelled):
-            _fail_from(session, storage, job_id, exc)
+            fail_job_from(session, storage, job_id, exc)
         else:
-            detail = str(exc) if isinstance(exc, LiteHitError) else f"internal error: {type(exc).__name__}: {exc}"
-            if fail_job(session, job_id, f"lane {name}: {detail}"):
+            if fail_job(session, job_id, f"lane {name}: {error_text(exc)}"):
                 storage.remove_work(job_id)
         return "failed"
-    finish_lane(
+    finish_part(
         session,
+        LaneRun,
         job_id,
         lane,
         LaneState.SUCCEEDED,
@@ -189,7 +119,7 @@ def run_lane(session: Session, settings: Settings, job_id: str, lane: int, enque
         memory_bytes=stats.memory_bytes,
         expired_blocks=stats.expired_blocks,
     )
-    if try_start_merge(session, job_id):
+    if try_start_merge(session, LaneRun, job_id):
         enqueue(MERGE_TASK, job_id)
     return "succeeded"
 
@@ -202,14 +132,14 @@ def run_merge(session: Session, settings: Settings, job_id: str) -> str:
     job = session.get(Job, job_id)
     assert job is not None
     try:
-        spec = runtime_spec(job, storage)
+        spec = runtime_spec(job.spec, job.id, storage)
         Path(spec.output_result_path).mkdir(parents=True, exist_ok=True)
         result = merge_stage(spec, storage.work_dir(job_id))
         manifest = read_manifest(storage.work_dir(job_id))
     except TRANSIENT:
         raise
     except Exception as exc:
-        _fail_from(session, storage, job_id, exc)
+        fail_job_from(session, storage, job_id, exc)
         return "failed"
     job = session.get(Job, job_id)
     assert job is not None

@@ -10,26 +10,30 @@ from typing import Any
 from sqlalchemy import and_, exists, or_, select, update
 from sqlalchemy.orm import Session
 
-from litehit.db.models import Job, LaneRun, host_pid, utcnow
+from litehit.db.models import Job, LaneRun, SweepRun, host_pid, utcnow
 from litehit.db.states import TERMINAL, JobState, LaneState, Stage
+from litehit.errors import LiteHitError, ReplayCancelled
+from litehit.storage import Storage
 
 __all__ = [
-    "LaneClaim",
+    "Part",
+    "PartClaim",
     "claim_job_stage",
-    "claim_lane",
+    "claim_part",
     "fail_job",
-    "finish_lane",
+    "fail_job_from",
+    "finish_part",
     "heartbeat_job",
-    "heartbeat_lane",
+    "heartbeat_part",
     "job_should_stop",
     "try_start_merge",
 ]
 
 
-class LaneClaim(StrEnum):
-    """What claim_lane found."""
+class PartClaim(StrEnum):
+    """What claim_part found."""
 
-    CLAIMED = "claimed"  # this process runs the lane now
+    CLAIMED = "claimed"  # this process runs the part now
     BUSY = "busy"  # another live worker runs it
     DONE = "done"  # it succeeded already
     EXHAUSTED = "exhausted"  # too many attempts
@@ -88,74 +92,103 @@ def fail_job(session: Session, job_id: str, reason: str, *, state: JobState = Jo
     return bool(result.rowcount == 1)  # type: ignore[attr-defined]
 
 
-def claim_lane(session: Session, job_id: str, lane: int, stale_after_s: float, max_attempts: int) -> LaneClaim:
-    """Claims a lane for this process, or says why not (see LaneClaim). Commits."""
+def fail_job_from(session: Session, storage: Storage, job_id: str, exc: BaseException) -> None:
+    """Ends a job because of exc: cancelled for ReplayCancelled, else failed with the reason
+    (a user-facing one for LiteHitError, "internal error: ..." otherwise); drops its work files."""
+    state = JobState.CANCELLED if isinstance(exc, ReplayCancelled) else JobState.FAILED
+    if fail_job(session, job_id, error_text(exc), state=state):
+        storage.remove_work(job_id)
+
+
+def error_text(exc: BaseException) -> str:
+    return str(exc) if isinstance(exc, LiteHitError) else f"internal error: {type(exc).__name__}: {exc}"
+
+
+Part = type[LaneRun] | type[SweepRun]
+"""The rows of a job's parallel stage: the lanes of a replay, the simulations of a sweep."""
+
+_PART_STAGE: dict[Any, Stage] = {LaneRun: Stage.LANES, SweepRun: Stage.SIMULATE}
+
+
+def _key(model: Part) -> Any:
+    return LaneRun.lane if model is LaneRun else SweepRun.run
+
+
+def claim_part(
+    session: Session, model: Part, job_id: str, index: int, stale_after_s: float, max_attempts: int
+) -> PartClaim:
+    """Claims one part of a job's parallel stage for this process, or says why not (see
+    PartClaim). Commits."""
     now = utcnow()
     stale = now - timedelta(seconds=stale_after_s)
     job_running = exists().where(
-        Job.id == job_id, Job.state == JobState.RUNNING, Job.stage == Stage.LANES, Job.cancel_requested.is_(False)
+        Job.id == job_id,
+        Job.state == JobState.RUNNING,
+        Job.stage == _PART_STAGE[model],
+        Job.cancel_requested.is_(False),
     )
+    values: dict[str, Any] = {"requests": 0, "blocks": 0} if model is LaneRun else {"requests": 0}
     result = session.execute(
-        update(LaneRun)
+        update(model)
         .where(
-            LaneRun.job_id == job_id,
-            LaneRun.lane == lane,
-            LaneRun.attempts < max_attempts,
+            model.job_id == job_id,
+            _key(model) == index,
+            model.attempts < max_attempts,
             or_(
-                LaneRun.state == LaneState.QUEUED,
-                and_(LaneRun.state == LaneState.RUNNING, LaneRun.heartbeat_at < stale),
+                model.state == LaneState.QUEUED,
+                and_(model.state == LaneState.RUNNING, model.heartbeat_at < stale),
             ),
             job_running,
         )
         .values(
             state=LaneState.RUNNING,
-            attempts=LaneRun.attempts + 1,
+            attempts=model.attempts + 1,
             worker=host_pid(),
             heartbeat_at=now,
             started_at=now,
-            requests=0,
-            blocks=0,
             error=None,
+            **values,
         )
         .execution_options(synchronize_session=False)
     )
     session.commit()
     if result.rowcount == 1:  # type: ignore[attr-defined]
-        return LaneClaim.CLAIMED
-    row = session.get(LaneRun, (job_id, lane))
+        return PartClaim.CLAIMED
+    row = session.get(LaneRun, (job_id, index)) if model is LaneRun else session.get(SweepRun, (job_id, index))
     job = session.get(Job, job_id)
     session.rollback()
     if row is None or job is None or job.state != JobState.RUNNING or job.cancel_requested:
-        return LaneClaim.STOPPED
+        return PartClaim.STOPPED
     if row.state == LaneState.SUCCEEDED:
-        return LaneClaim.DONE
+        return PartClaim.DONE
     if row.attempts >= max_attempts:
-        return LaneClaim.EXHAUSTED
-    return LaneClaim.BUSY
+        return PartClaim.EXHAUSTED
+    return PartClaim.BUSY
 
 
-def heartbeat_lane(session: Session, job_id: str, lane: int, **values: Any) -> None:
+def heartbeat_part(session: Session, model: Part, job_id: str, index: int, **values: Any) -> None:
     session.execute(
-        update(LaneRun).where(LaneRun.job_id == job_id, LaneRun.lane == lane).values(heartbeat_at=utcnow(), **values)
+        update(model).where(model.job_id == job_id, _key(model) == index).values(heartbeat_at=utcnow(), **values)
     )
     session.commit()
 
 
-def finish_lane(session: Session, job_id: str, lane: int, state: LaneState, **values: Any) -> None:
+def finish_part(session: Session, model: Part, job_id: str, index: int, state: LaneState, **values: Any) -> None:
     session.execute(
-        update(LaneRun)
-        .where(LaneRun.job_id == job_id, LaneRun.lane == lane)
+        update(model)
+        .where(model.job_id == job_id, _key(model) == index)
         .values(state=state, finished_at=utcnow(), heartbeat_at=utcnow(), **values)
     )
     session.commit()
 
 
-def try_start_merge(session: Session, job_id: str) -> bool:
-    """True for exactly one caller, once every lane of the job has succeeded. Commits."""
-    pending = exists().where(LaneRun.job_id == job_id, LaneRun.state != LaneState.SUCCEEDED)
+def try_start_merge(session: Session, model: Part, job_id: str) -> bool:
+    """True for exactly one caller, once every part of the job's parallel stage has succeeded.
+    Commits."""
+    pending = exists().where(model.job_id == job_id, model.state != LaneState.SUCCEEDED)
     result = session.execute(
         update(Job)
-        .where(Job.id == job_id, Job.state == JobState.RUNNING, Job.stage == Stage.LANES, ~pending)
+        .where(Job.id == job_id, Job.state == JobState.RUNNING, Job.stage == _PART_STAGE[model], ~pending)
         .values(stage=Stage.MERGE, heartbeat_at=None)
         .execution_options(synchronize_session=False)
     )

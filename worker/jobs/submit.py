@@ -18,19 +18,26 @@ from sqlalchemy.orm import Session
 from litehit.capacity import DEFAULT_TARGETS, parse_capacities
 from litehit.db.models import Job, Trace
 from litehit.errors import ConfigError, ConfigIssue, LiteHitError, QueryError, StorageError
+from litehit.policies.options import check_sweepable, parse_sweep_options
 from litehit.spec import ReplaySpec, parse_replay_spec
 from litehit.storage import Storage
 from litehit.traces.formats import detect_format
 from worker.errors import IdempotencyConflict
 
 __all__ = [
+    "FIRST_TASK",
     "LANE_TASK",
     "MERGE_TASK",
     "PARSE_TASK",
     "QUERY_TASK",
+    "SWEEP_KIND",
+    "SWEEP_MERGE_TASK",
+    "SWEEP_PARSE_TASK",
+    "SWEEP_RUN_TASK",
     "Enqueue",
     "create_query_job",
     "create_replay_job",
+    "create_sweep_job",
     "request_hash",
 ]
 
@@ -38,6 +45,12 @@ PARSE_TASK = "litehit.replay.parse"
 LANE_TASK = "litehit.replay.lane"
 MERGE_TASK = "litehit.replay.merge"
 QUERY_TASK = "litehit.query.run"
+SWEEP_PARSE_TASK = "litehit.sweep.parse"
+SWEEP_RUN_TASK = "litehit.sweep.run"
+SWEEP_MERGE_TASK = "litehit.sweep.merge"
+
+SWEEP_KIND = "policy_sweep"
+FIRST_TASK = {"replay": PARSE_TASK, "query": QUERY_TASK, SWEEP_KIND: SWEEP_PARSE_TASK}  # a queued job's task
 
 Enqueue = Callable[..., None]  # enqueue(task_name, *args)
 
@@ -56,25 +69,11 @@ def request_hash(body: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
-def create_replay_job(
-    session: Session,
-    storage: Storage,
-    config: dict[str, Any],
-    *,
-    trace_id: str | None = None,
-    idempotency_key: str | None = None,
-    source: str = "api",
-) -> tuple[Job, bool]:
-    """Validates a replay request and stores it as a queued job. Returns (job, created); an
-    existing job comes back for a repeated Idempotency-Key with the same request.
-
-    The trace is an uploaded trace id, or trace_file_path inside the storage root. The facts are
-    published under the job (an output_result_path in the config is ignored)."""
-    body = {"config": config, "trace_id": trace_id}
-    digest = request_hash(body)
-    existing = _existing(session, "replay", idempotency_key, digest)
-    if existing is not None:
-        return existing, False
+def _replay_config(
+    session: Session, storage: Storage, config: dict[str, Any], trace_id: str | None
+) -> tuple[dict[str, Any], ReplaySpec, Trace | None]:
+    """A replay request's config, validated, with its trace resolved inside the storage root
+    (relative path) and its format detected when not given. ConfigError lists every issue."""
     config = dict(config)
     config.pop("output_result_path", None)
     issues: list[ConfigIssue] = []
@@ -110,9 +109,47 @@ def create_replay_job(
         if fmt is None:
             raise ConfigError([ConfigIssue("trace_file_path", config["trace_file_path"], "the trace has no rows")])
         config["trace_format"] = str(fmt)
+    return config, spec, trace
+
+
+def _store(
+    session: Session, job: Job, idempotency_key: str | None, retry: Callable[[], tuple[Job, bool]]
+) -> tuple[Job, bool]:
+    """Commits a new job row; a concurrent request with the same key that won the race is
+    answered by `retry` (which finds that job)."""
+    session.add(job)
+    try:
+        session.commit()
+    except IntegrityError:
+        session.rollback()
+        if not idempotency_key:
+            raise
+        return retry()
+    return job, True
+
+
+def create_replay_job(
+    session: Session,
+    storage: Storage,
+    config: dict[str, Any],
+    *,
+    trace_id: str | None = None,
+    idempotency_key: str | None = None,
+    source: str = "api",
+) -> tuple[Job, bool]:
+    """Validates a replay request and stores it as a queued job. Returns (job, created); an
+    existing job comes back for a repeated Idempotency-Key with the same request.
+
+    The trace is an uploaded trace id, or trace_file_path inside the storage root. The facts are
+    published under the job (an output_result_path in the config is ignored)."""
+    digest = request_hash({"config": config, "trace_id": trace_id})
+    existing = _existing(session, "replay", idempotency_key, digest)
+    if existing is not None:
+        return existing, False
+    checked, _, trace = _replay_config(session, storage, config, trace_id)
     job = Job(
         kind="replay",
-        spec=config,
+        spec=checked,
         idempotency_key=idempotency_key or None,
         request_hash=digest,
         trace_id=trace.id if trace else None,
@@ -120,17 +157,63 @@ def create_replay_job(
         stats={},
         progress={},
     )
-    session.add(job)
-    try:
-        session.commit()
-    except IntegrityError:  # a concurrent request with the same key won the race
-        session.rollback()
-        if not idempotency_key:
-            raise
-        return create_replay_job(
+    return _store(
+        session,
+        job,
+        idempotency_key,
+        lambda: create_replay_job(
             session, storage, config, trace_id=trace_id, idempotency_key=idempotency_key, source=source
-        )
-    return job, True
+        ),
+    )
+
+
+def create_sweep_job(
+    session: Session,
+    storage: Storage,
+    config: dict[str, Any],
+    sweep: dict[str, Any],
+    *,
+    trace_id: str | None = None,
+    idempotency_key: str | None = None,
+    source: str = "api",
+) -> tuple[Job, bool]:
+    """Validates a policy sweep (a replay config plus SweepOptions under "sweep") and stores it
+    as a queued job; TTL lanes are rejected (policies model no TTL)."""
+    digest = request_hash({"config": config, "sweep": sweep, "trace_id": trace_id})
+    existing = _existing(session, SWEEP_KIND, idempotency_key, digest)
+    if existing is not None:
+        return existing, False
+    issues: list[ConfigIssue] = []
+    options = None
+    try:
+        options = parse_sweep_options(sweep)
+    except ConfigError as exc:
+        issues += [ConfigIssue(f"sweep.{i.path}", i.value, i.message) for i in exc.issues]
+    try:
+        checked, spec, trace = _replay_config(session, storage, config, trace_id)
+        check_sweepable(spec)
+    except ConfigError as exc:
+        raise ConfigError(exc.issues + issues) from None
+    if issues or options is None:
+        raise ConfigError(issues)
+    job = Job(
+        kind=SWEEP_KIND,
+        spec={"config": checked, "sweep": options.model_dump(mode="json")},
+        idempotency_key=idempotency_key or None,
+        request_hash=digest,
+        trace_id=trace.id if trace else None,
+        source=source,
+        stats={},
+        progress={},
+    )
+    return _store(
+        session,
+        job,
+        idempotency_key,
+        lambda: create_sweep_job(
+            session, storage, config, sweep, trace_id=trace_id, idempotency_key=idempotency_key, source=source
+        ),
+    )
 
 
 def create_query_job(
@@ -185,14 +268,11 @@ def create_query_job(
         stats={},
         progress={},
     )
-    session.add(job)
-    try:
-        session.commit()
-    except IntegrityError:
-        session.rollback()
-        if not idempotency_key:
-            raise
-        return create_query_job(
+    return _store(
+        session,
+        job,
+        idempotency_key,
+        lambda: create_query_job(
             session,
             storage,
             capacity_gb=capacity_gb,
@@ -201,5 +281,5 @@ def create_query_job(
             targets=targets,
             idempotency_key=idempotency_key,
             source=source,
-        )
-    return job, True
+        ),
+    )
