@@ -47,7 +47,7 @@ CONFIG = {
 
 
 @contextlib.contextmanager
-def local_stack(port: int, api_workers: int = 2) -> Iterator[str]:
+def local_stack(port: int, api_workers: int = 2, worker_concurrency: int = 2) -> Iterator[str]:
     import psycopg
 
     db = "litehit_bench"
@@ -90,7 +90,7 @@ def local_stack(port: int, api_workers: int = 2) -> Iterator[str]:
                 "-Q",
                 "litehit-bench",
                 "--concurrency",
-                "2",
+                str(worker_concurrency),
                 "-l",
                 "warning",
             ],

@@ -148,11 +148,18 @@ class Lane:
         n_done = ffi.new("size_t *")
         err = new_error_buffer()
         status = lib.lh_lane_process_batch(
-            handle, ptr("int64_t[]", keys), ptr("int64_t[]", offsets),
-            ffi.NULL if ts is None else ptr("int64_t[]", ts), n,
-            ptr("int64_t[]", segments), ptr("int64_t[]", seg_offsets), ptr("uint8_t[]", cuts),
-            n_done, err, lib.LH_ERR_LEN,
-        )  # fmt: skip
+            handle,
+            ptr("int64_t[]", keys),
+            ptr("int64_t[]", offsets),
+            ffi.NULL if ts is None else ptr("int64_t[]", ts),
+            n,
+            ptr("int64_t[]", segments),
+            ptr("int64_t[]", seg_offsets),
+            ptr("uint8_t[]", cuts),
+            n_done,
+            err,
+            lib.LH_ERR_LEN,
+        )
         done = int(n_done[0])
         facts = BatchFacts(segments[: seg_offsets[done]], seg_offsets[: done + 1], cuts[:done])
         try:

@@ -58,9 +58,18 @@ def normalize(
     out_len = ffi.new("int64_t *")
     err = new_error_buffer()
     status = lib.lh_normalize(
-        ptr("int64_t[]", src), len(src), input_len, block_size, trace_block_size,
-        int(prefix_hash), ptr("int64_t[]", out), out_n, out_len, err, lib.LH_ERR_LEN,
-    )  # fmt: skip
+        ptr("int64_t[]", src),
+        len(src),
+        input_len,
+        block_size,
+        trace_block_size,
+        int(prefix_hash),
+        ptr("int64_t[]", out),
+        out_n,
+        out_len,
+        err,
+        lib.LH_ERR_LEN,
+    )
     raise_for_status(status, err)
     return NormalizedRequest(out[: out_n[0]].copy(), int(out_len[0]))
 
@@ -110,11 +119,21 @@ def normalize_batch(
     n_done = ffi.new("size_t *")
     err = new_error_buffer()
     status = lib.lh_normalize_batch(
-        ptr("int64_t[]", keys), ptr("int64_t[]", offsets), ptr("int64_t[]", input_lens),
-        ffi.NULL if sel is None else ptr("int64_t[]", sel), n, block_size, trace_block_size,
-        int(prefix_hash), ptr("int64_t[]", out_keys), ptr("int64_t[]", out_offsets),
-        ptr("int64_t[]", out_lens), n_done, err, lib.LH_ERR_LEN,
-    )  # fmt: skip
+        ptr("int64_t[]", keys),
+        ptr("int64_t[]", offsets),
+        ptr("int64_t[]", input_lens),
+        ffi.NULL if sel is None else ptr("int64_t[]", sel),
+        n,
+        block_size,
+        trace_block_size,
+        int(prefix_hash),
+        ptr("int64_t[]", out_keys),
+        ptr("int64_t[]", out_offsets),
+        ptr("int64_t[]", out_lens),
+        n_done,
+        err,
+        lib.LH_ERR_LEN,
+    )
     raise_for_status(status, err, index=int(n_done[0]))
     return NormalizedBatch(out_keys[: out_offsets[n]], out_offsets, out_lens)
 

@@ -72,7 +72,12 @@ def project_batch(
     hits = np.zeros((n, len(caps)), dtype=np.uint64)
     if n and len(caps):
         lib.lh_project_batch(
-            ptr("int64_t[]", segs) if len(segs) else ffi.NULL, ptr("int64_t[]", offsets), n,
-            ptr("uint64_t[]", caps), ptr("uint8_t[]", inf), len(caps), ptr("uint64_t[]", hits),
-        )  # fmt: skip
+            ptr("int64_t[]", segs) if len(segs) else ffi.NULL,
+            ptr("int64_t[]", offsets),
+            n,
+            ptr("uint64_t[]", caps),
+            ptr("uint8_t[]", inf),
+            len(caps),
+            ptr("uint64_t[]", hits),
+        )
     return hits

@@ -74,9 +74,16 @@ class FactsChunk:
         n_slots = len(slot_bytes)
         done = ffi.new("size_t *")
         err = new_error_buffer()
-        args = (ptr("uint64_t[]", slot_bytes), ptr("uint8_t[]", slot_inf), n_slots, ptr("int32_t[]", group),
-                ptr("uint64_t[]", sums[0]), ptr("uint64_t[]", sums[1]), ptr("uint64_t[]", sums[2]),
-                ptr("uint64_t[]", sums[3]))  # fmt: skip
+        args = (
+            ptr("uint64_t[]", slot_bytes),
+            ptr("uint8_t[]", slot_inf),
+            n_slots,
+            ptr("int32_t[]", group),
+            ptr("uint64_t[]", sums[0]),
+            ptr("uint64_t[]", sums[1]),
+            ptr("uint64_t[]", sums[2]),
+            ptr("uint64_t[]", sums[3]),
+        )
         if sink is None:
             status = lib.lh_query_chunk(t, 0, *args, ffi.NULL, 0, ffi.NULL, done, err, lib.LH_ERR_LEN)
             raise_for_status(status, err)

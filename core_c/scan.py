@@ -128,9 +128,16 @@ class TraceScanner:
         err = new_error_buffer()
         res = self._result
         status = lib.lh_scan_chunk(
-            self._ptr, FORMAT_CODES[fmt], ffi.from_buffer(data), len(data), first_line, trace_block_size,
-            res, err, lib.LH_ERR_LEN,
-        )  # fmt: skip
+            self._ptr,
+            FORMAT_CODES[fmt],
+            ffi.from_buffer(data),
+            len(data),
+            first_line,
+            trace_block_size,
+            res,
+            err,
+            lib.LH_ERR_LEN,
+        )
         message = parse_error_message(status, err)
         n = int(res.n_rows)
         return ScanResult(
@@ -179,20 +186,42 @@ def render_facts(
     extended = blocks is not None and cuts is not None
     if blocks is not None and cuts is not None:
         blocks_ptr, cuts_ptr = ptr("int64_t[]", blocks), ptr("uint8_t[]", cuts)
-    args_idx = (ptr("int64_t[]", id_offsets), ptr("int64_t[]", lane_id_offsets), ptr("int64_t[]", out_src),
-                ptr("int32_t[]", out_lane), ptr("int64_t[]", out_seg_lo), ptr("int64_t[]", out_seg_hi))  # fmt: skip
+    args_idx = (
+        ptr("int64_t[]", id_offsets),
+        ptr("int64_t[]", lane_id_offsets),
+        ptr("int64_t[]", out_src),
+        ptr("int32_t[]", out_lane),
+        ptr("int64_t[]", out_seg_lo),
+        ptr("int64_t[]", out_seg_hi),
+    )
     cap = int(lib.lh_facts_render_bound(*args_idx, n, int(extended)))
     buf = bytearray(cap)
     written = ffi.new("size_t *")
     err = new_error_buffer()
     segs = np.ascontiguousarray(segments, dtype=np.int64).reshape(-1)
     status = lib.lh_facts_render(
-        ffi.from_buffer(ids) if ids else ffi.NULL, args_idx[0], ptr("int64_t[]", timestamps),
-        ffi.from_buffer(lane_ids), args_idx[1], ptr("int64_t[]", lane_block_size),
-        ptr("int64_t[]", lane_block_bytes), args_idx[2], args_idx[3], ptr("int64_t[]", input_lens),
-        args_idx[4], args_idx[5], ptr("int64_t[]", segs) if len(segs) else ffi.NULL, int(extended),
-        blocks_ptr, cuts_ptr,
-        n, ffi.from_buffer(buf), cap, written, err, lib.LH_ERR_LEN,
-    )  # fmt: skip
+        ffi.from_buffer(ids) if ids else ffi.NULL,
+        args_idx[0],
+        ptr("int64_t[]", timestamps),
+        ffi.from_buffer(lane_ids),
+        args_idx[1],
+        ptr("int64_t[]", lane_block_size),
+        ptr("int64_t[]", lane_block_bytes),
+        args_idx[2],
+        args_idx[3],
+        ptr("int64_t[]", input_lens),
+        args_idx[4],
+        args_idx[5],
+        ptr("int64_t[]", segs) if len(segs) else ffi.NULL,
+        int(extended),
+        blocks_ptr,
+        cuts_ptr,
+        n,
+        ffi.from_buffer(buf),
+        cap,
+        written,
+        err,
+        lib.LH_ERR_LEN,
+    )
     raise_for_status(status, err)
     return bytes(memoryview(buf)[: written[0]])

@@ -72,3 +72,31 @@ def test_a_table_restored_from_names_keeps_the_ids() -> None:
     assert table.id_of("image-2") == 1
     assert table.id_of("text-3+") == 2
     assert np.array_equal(table.names, ["text-1", "image-2", "text-3+"])
+
+
+def test_standard_categories_match_a_naive_reading() -> None:
+    rng = random.Random(11)
+    lines, rows = [], []
+    for i in range(300):
+        row: dict[str, object] = {
+            "type": rng.choice(["get", "request", "write"]),
+            "instance_id": "i1",
+            "timestamp_ns": i + 1,
+            "keys": [i],
+            "input_len": 16,
+        }
+        category = rng.choice(["chat", "agent", "search", None, "absent"])
+        if category != "absent":
+            row["category"] = category
+        rows.append(row)
+        lines.append(json.dumps(row) + "\n")
+    want = [naive_category(TraceFormat.STANDARD, row) for row in rows]
+    for chunk_rows in (1, 13, 300):
+        assert categories_of(TraceFormat.STANDARD, lines, chunk_rows) == want
+
+
+def test_a_non_string_standard_category_is_a_row_error() -> None:
+    text = b'{"type":"get","instance_id":"i","timestamp_ns":5,"keys":[1],"input_len":16,"category":3}\n'
+    rows = TraceScanner().scan("standard", text, 1, 16)
+    assert rows.error_line == 1
+    assert "category must be a string" in rows.error

@@ -71,6 +71,18 @@ def test_lru_equals_the_facts_query_and_wa_equals_lru_on_one_category(
     assert result["wa"]["life_derived"] is True
     assert result["wa"]["fit_window_s"] == 3600.0
     assert "lane b512" in out and "lru check:" in out
+    job_id = out.rsplit("job: ", 1)[1].split()[0]  # the last job printed: the sweep
+    assert main(["jobs", "--show", job_id]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["kind"] == "policy_sweep" and shown["state"] == "succeeded"
+    assert len(shown["runs"]) == 2 * 5 * len(CAPS)
+    for row in shown["runs"]:
+        lane = next(x for x in result["lanes"] if x["lane"] == row["instance_id"])
+        match = next(
+            r for r in lane["results"] if (r["policy"], r["capacity_gb"]) == (row["policy"], row["capacity_gb"])
+        )
+        assert row["hit_blocks"] == match["hit_blocks"]
+        assert row["slot"] == [float(c) for c in CAPS].index(row["capacity_gb"])
 
 
 def qwen_trace(path: Path, seed: int) -> list[dict[str, object]]:
@@ -94,9 +106,15 @@ def qwen_trace(path: Path, seed: int) -> list[dict[str, object]]:
     chats.sort(key=lambda c: c[0])
     for start, chat, kind, turn, prompt in chats:
         rows.append(
-            {"chat_id": chat, "timestamp": round(start, 3), "input_length": 16 * len(prompt) + 3,
-             "hash_ids": prompt, "type": kind, "turn": turn}
-        )  # fmt: skip
+            {
+                "chat_id": chat,
+                "timestamp": round(start, 3),
+                "input_length": 16 * len(prompt) + 3,
+                "hash_ids": prompt,
+                "type": kind,
+                "turn": turn,
+            }
+        )
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return rows
 
@@ -112,10 +130,22 @@ def test_every_policy_matches_the_naive_simulator_through_the_cli(
     caps = [str(c * block_bytes / 2**30) for c in caps_blocks]
     out_json = tmp_path / "p.json"
     code, _, err = run_policies(
-        [str(trace), "--block-bytes", str(block_bytes), "--no-prefix-hash", "--capacity-gb", *caps,
-         "--wa-refit-seconds", "120", "--wa-fit-window-seconds", "900", "-o", str(out_json)],
+        [
+            str(trace),
+            "--block-bytes",
+            str(block_bytes),
+            "--no-prefix-hash",
+            "--capacity-gb",
+            *caps,
+            "--wa-refit-seconds",
+            "120",
+            "--wa-fit-window-seconds",
+            "900",
+            "-o",
+            str(out_json),
+        ],
         capsys,
-    )  # fmt: skip
+    )
     assert code == 0, err
     (lane,) = json.loads(out_json.read_text())["lanes"]
     # the naive side: keys as given (no prefix hash), categories named as the profile issue says

@@ -22,8 +22,12 @@ def load_trace(path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarr
             offsets.append(len(keys))
             lens.append(row["input_length"])
             times.append(row["timestamp"] * 1_000_000)
-    return (np.array(keys, dtype=np.int64), np.array(offsets, dtype=np.int64),
-            np.array(lens, dtype=np.int64), np.array(times, dtype=np.int64))  # fmt: skip
+    return (
+        np.array(keys, dtype=np.int64),
+        np.array(offsets, dtype=np.int64),
+        np.array(lens, dtype=np.int64),
+        np.array(times, dtype=np.int64),
+    )
 
 
 @pytest.mark.parametrize(

@@ -20,12 +20,28 @@ def test_c_program_under_sanitizers(program: Path, tmp_path: Path) -> None:
     assert cc, "a C compiler is required to build core_c"
     binary = tmp_path / program.stem
     build = subprocess.run(
-        [cc, "-std=c99", "-g", "-O1", "-Wall", "-Wextra", "-Werror",
-         "-fsanitize=address,undefined", "-fno-sanitize-recover=undefined",
-         "-fno-omit-frame-pointer", f"-I{CORE / 'include'}",
-         *map(str, sorted((CORE / "src").glob("*.c"))), str(program), "-o", str(binary), "-lm"],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
+        [
+            cc,
+            "-std=c99",
+            "-g",
+            "-O1",
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            "-fsanitize=address,undefined",
+            "-fno-sanitize-recover=undefined",
+            "-fno-omit-frame-pointer",
+            f"-I{CORE / 'include'}",
+            *map(str, sorted((CORE / "src").glob("*.c"))),
+            str(program),
+            "-o",
+            str(binary),
+            "-lm",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert build.returncode == 0, build.stderr
     env = dict(os.environ, ASAN_OPTIONS="detect_leaks=1:abort_on_error=0", UBSAN_OPTIONS="print_stacktrace=1")
     run = subprocess.run([str(binary)], capture_output=True, text=True, env=env, timeout=600, check=False)

@@ -168,6 +168,53 @@ def test_sweep_retries_stale_lanes_and_gives_up_after_max_attempts(service_setti
         assert job.state == "failed" and "lane a: gave up after 3 attempts" in (job.error or "")
 
 
+def test_sweep_retries_stale_simulations_of_a_policy_sweep(service_settings: Settings) -> None:
+    from litehit.db.models import SweepRun
+
+    sent: list[tuple[Any, ...]] = []
+    long_ago = utcnow().replace(year=2000)
+
+    def run(index: int, heartbeat: Any, attempts: int = 1) -> SweepRun:
+        return SweepRun(
+            run=index,
+            lane=0,
+            instance_id="a",
+            policy="lru",
+            slot=index,
+            capacity_gb=1.0,
+            capacity_blocks=8,
+            state="running",
+            attempts=attempts,
+            heartbeat_at=heartbeat,
+            details={},
+        )
+
+    with session_scope(service_settings.db_url) as session:
+        job = Job(
+            kind="policy_sweep",
+            spec={},
+            state="running",
+            stage="simulate",
+            stats={},
+            progress={},
+            heartbeat_at=utcnow(),
+        )
+        session.add(job)
+        session.flush()
+        stale, fresh = run(0, long_ago), run(1, utcnow())
+        stale.job_id = fresh.job_id = job.id
+        session.add_all([stale, fresh])
+        session.commit()
+        actions = sweep(session, service_settings, lambda *a: sent.append(a))
+        assert f"retried simulation 0 of {job.id}" in actions and ("litehit.sweep.run", job.id, 0) in sent
+        assert ("litehit.sweep.run", job.id, 1) not in sent
+        session.execute(update(SweepRun).where(SweepRun.job_id == job.id, SweepRun.run == 0).values(attempts=3))
+        session.commit()
+        sweep(session, service_settings, lambda *a: sent.append(a))
+        session.refresh(job)
+        assert job.state == "failed" and "simulation 0: gave up after 3 attempts" in (job.error or "")
+
+
 def test_sweep_requeues_queued_jobs_whose_message_was_lost(service_settings: Settings) -> None:
     sent: list[tuple[Any, ...]] = []
     with session_scope(service_settings.db_url) as session:

@@ -1,15 +1,16 @@
 /* lh_format_standard.c - row rule of the standard trace format (LH_FMT_STANDARD).
  *
  *   {"type": "get"|"request"|"write", "instance_id", "trace_id", "timestamp_ns", "keys",
- *    "input_len", "query_type", "block_mask", "sw_size", "location_spec_names", "ttl_us"}
+ *    "input_len", "query_type", "block_mask", "sw_size", "location_spec_names", "ttl_us", "category"}
  *
  * get/request rows are reads, write rows are writes (their keys are dropped); a missing or empty
  * trace_id becomes trace_<instance_id>_<timestamp_ns>. Every present optional field must have
- * the type the original typed parser expects.
+ * the type the original typed parser expects. "category" (our addition: the request category of
+ * workload profiles and the WA policy) is an optional string; it becomes the row's label.
  */
 #include "lh_trace_row.h"
 
-enum { S_TYPE, S_INSTANCE, S_TRACE_ID, S_TS, S_KEYS, S_LEN, S_QUERY_TYPE, S_BLOCK_MASK, S_SW, S_LSN, S_TTL };
+enum { S_TYPE, S_INSTANCE, S_TRACE_ID, S_TS, S_KEYS, S_LEN, S_QUERY_TYPE, S_BLOCK_MASK, S_SW, S_LSN, S_TTL, S_CATEGORY };
 
 static int row_standard(lh_scan *s, lh_row *r, int64_t line, int64_t trace_block_size) {
   (void)trace_block_size; /* keys are taken as they are */
@@ -69,6 +70,9 @@ static int row_standard(lh_scan *s, lh_row *r, int64_t line, int64_t trace_block
   if (f[S_TTL].present && f[S_TTL].kind != LH_J_INT) {
     return lh_row_fail(r, "failed to parse %s trace (ttl_us must be a 64-bit integer)", tname);
   }
+  if (f[S_CATEGORY].present && f[S_CATEGORY].kind != LH_J_STRING && f[S_CATEGORY].kind != LH_J_NULL) {
+    return lh_row_fail(r, "failed to parse %s trace (category must be a string)", tname);
+  }
   if (kind == LH_ROW_READ && len <= 0) {
     return lh_row_fail(r, "failed to parse %s trace (input_len must be positive, got %lld)", tname, (long long)len);
   }
@@ -79,7 +83,12 @@ static int row_standard(lh_scan *s, lh_row *r, int64_t line, int64_t trace_block
   int32_t inst = lh_intern_get(&s->instances, inst_name, f[S_INSTANCE].str_len);
   if (inst < 0) return -2;
   if (kind == LH_ROW_WRITE) lh_row_drop_keys(s, r); /* writes carry no keys */
-  lh_record rec = {line, kind, ts, len, inst, -1, 0, NULL, 0, inst_name, f[S_INSTANCE].str_len};
+  int32_t label = -1;
+  if (f[S_CATEGORY].present && f[S_CATEGORY].kind == LH_J_STRING) {
+    label = lh_intern_get(&s->labels, lh_row_str(s, &f[S_CATEGORY]), f[S_CATEGORY].str_len);
+    if (label < 0) return -2;
+  }
+  lh_record rec = {line, kind, ts, len, inst, label, 0, NULL, 0, inst_name, f[S_INSTANCE].str_len};
   if (f[S_TRACE_ID].present && f[S_TRACE_ID].str_len > 0) {
     rec.id = lh_row_str(s, &f[S_TRACE_ID]);
     rec.id_len = f[S_TRACE_ID].str_len;
@@ -89,9 +98,9 @@ static int row_standard(lh_scan *s, lh_row *r, int64_t line, int64_t trace_block
 
 const lh_trace_rule lh_rule_standard = {
     {{"type", "instance_id", "trace_id", "timestamp_ns", "keys", "input_len", "query_type", "block_mask", "sw_size",
-      "location_spec_names", "ttl_us"},
+      "location_spec_names", "ttl_us", "category"},
      {LH_V_STRING, LH_V_STRING, LH_V_STRING, LH_V_NUMBER, LH_V_KEYS, LH_V_NUMBER, LH_V_ANY_SHAPE, LH_V_BLOCK_MASK,
-      LH_V_NUMBER, LH_V_STR_ARRAY, LH_V_NUMBER},
-     11},
+      LH_V_NUMBER, LH_V_STR_ARRAY, LH_V_NUMBER, LH_V_STRING},
+     12},
     row_standard,
 };

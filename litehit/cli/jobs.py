@@ -12,12 +12,12 @@ __all__ = ["add_parser"]
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "jobs",
-        help="list past replays and queries (the embedded database, or LITEHIT_DATABASE_URL)",
-        description="  litehit jobs [--limit 20] [--kind replay|query] [--show JOB_ID]",
+        help="list past replays, queries and policy sweeps (the embedded database, or LITEHIT_DATABASE_URL)",
+        description="  litehit jobs [--limit 20] [--kind replay|query|policy_sweep] [--show JOB_ID]",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--limit", type=int, default=20)
-    p.add_argument("--kind", choices=["replay", "query"])
+    p.add_argument("--kind", choices=["replay", "query", "policy_sweep"])
     p.add_argument("--show", metavar="JOB_ID", help="print one job in full (JSON)")
     p.set_defaults(func=_run)
 
@@ -41,13 +41,14 @@ def _run(args: argparse.Namespace) -> int:
             data = {c.name: getattr(job, c.name) for c in Job.__table__.columns}
             data["lanes"] = [{c.name: getattr(r, c.name) for c in r.__table__.columns} for r in job.lanes]
             data["summaries"] = [{c.name: getattr(r, c.name) for c in r.__table__.columns} for r in job.summaries]
+            data["runs"] = [{c.name: getattr(r, c.name) for c in r.__table__.columns} for r in job.runs]
             print(json.dumps(data, indent=2, default=str))
             return 0
         query = select(Job).order_by(Job.created_at.desc()).limit(args.limit)
         if args.kind:
             query = query.where(Job.kind == args.kind)
         jobs = list(session.scalars(query))
-    print(f"{'id':32}  {'kind':6}  {'source':6}  {'state':9}  {'created (UTC)':19}  {'secs':>7}  output / error")
+    print(f"{'id':32}  {'kind':12}  {'source':6}  {'state':9}  {'created (UTC)':19}  {'secs':>7}  output / error")
     for job in jobs:
         secs = (
             f"{(job.finished_at - job.started_at).total_seconds():7.2f}"
@@ -56,7 +57,7 @@ def _run(args: argparse.Namespace) -> int:
         )
         tail = job.error if job.error else (job.output_path or "")
         print(
-            f"{job.id:32}  {job.kind:6}  {job.source:6}  {job.state:9}  {job.created_at:%Y-%m-%d %H:%M:%S}  {secs}  {tail}"
+            f"{job.id:32}  {job.kind:12}  {job.source:6}  {job.state:9}  {job.created_at:%Y-%m-%d %H:%M:%S}  {secs}  {tail}"
         )
     if not jobs:
         print("(no jobs yet)")

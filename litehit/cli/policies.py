@@ -78,6 +78,7 @@ def parse_options(args: argparse.Namespace) -> SweepOptions:
 
 def _run(args: argparse.Namespace) -> int:
     from litehit.cli.progress import ProgressReporter
+    from litehit.cli.run_record import JobRecorder
     from litehit.policies.sweep import run_policy_sweep
     from litehit.publish import AtomicPublisher
 
@@ -85,21 +86,27 @@ def _run(args: argparse.Namespace) -> int:
     if args.plot is not None and args.plot.suffix not in {".png", ".svg"}:
         raise ConfigError([ConfigIssue("--plot", str(args.plot), "a plot file ends in .png or .svg")])
     spec = spec_from_args(args, ".")
-    reporter = ProgressReporter()
-    try:
-        result = run_policy_sweep(spec, options, on_progress=reporter)
-    finally:
-        reporter.finish()
+    record_spec = {"config": spec.model_dump(mode="json"), "sweep": options.model_dump(mode="json")}
+    with JobRecorder("policy_sweep", record_spec) as record:
+        reporter = ProgressReporter(label="policies")
+        try:
+            result = run_policy_sweep(spec, options, on_progress=reporter)
+        finally:
+            reporter.finish()
+        if args.output is not None:
+            with AtomicPublisher(args.output) as out:
+                out.write(result.json_bytes())
+                out.commit()
+        record.sweep_succeeded(result, str(args.output.resolve()) if args.output else None)
     if args.output is not None:
-        with AtomicPublisher(args.output) as out:
-            out.write(result.json_bytes())
-            out.commit()
         print(f"policies: {args.output}")
     if args.plot is not None:
         from litehit.policies.plot import plot_sweep
 
         print(f"plot: {plot_sweep(result, args.plot)}")
     print_sweep(result)
+    if record.job_id:
+        print(f"job: {record.job_id} (litehit jobs)")
     return 0
 
 

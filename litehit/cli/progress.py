@@ -25,8 +25,11 @@ class ProgressReporter:
     """Callable given to run_replay. On a TTY it redraws one line (rows, blocks/s, ETA);
     otherwise it logs a line at most every ``interval`` seconds."""
 
-    def __init__(self, stream: TextIO | None = None, *, interval: float = 5.0, tty: bool | None = None) -> None:
+    def __init__(
+        self, stream: TextIO | None = None, *, interval: float = 5.0, tty: bool | None = None, label: str = "replay"
+    ) -> None:
         self.stream = stream or sys.stderr
+        self.label = label
         self.tty = self.stream.isatty() if tty is None else tty
         self.interval = interval if not self.tty else 0.1
         self._last = 0.0
@@ -49,7 +52,7 @@ class ProgressReporter:
             self.stream.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {text}\033[K")
             self._drawn = True
         else:
-            self.stream.write(f"replay: {text}\n")
+            self.stream.write(f"{self.label}: {text}\n")
         self.stream.flush()
 
     def finish(self) -> None:

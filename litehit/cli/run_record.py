@@ -20,6 +20,7 @@ from litehit.settings import Settings, get_settings
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
 
+    from litehit.policies.result import PolicySweepResult
     from litehit.query import QueryResult
     from litehit.replay.runner import ReplayResult
 
@@ -84,6 +85,9 @@ class JobRecorder:
     def query_succeeded(self, result: QueryResult, output: str | None) -> None:
         self._outcome = ("query", result, output)
 
+    def sweep_succeeded(self, result: PolicySweepResult, output: str | None) -> None:
+        self._outcome = ("policy_sweep", result, output)
+
     def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
         if self._ready is None:
             return
@@ -123,6 +127,11 @@ class JobRecorder:
                 job.error = "interrupted" if cancelled else str(exc)
             elif self._outcome is not None and self._outcome[0] == "replay":
                 self._replay_done(session, job, self._outcome[1], LaneRun)
+            elif self._outcome is not None and self._outcome[0] == "policy_sweep":
+                _, sweep, output = self._outcome
+                job.state, job.output_path = JobState.SUCCEEDED, output
+                job.stats = {"lanes": len(sweep.lanes), "runs": sum(len(lane.results) for lane in sweep.lanes)}
+                _record_runs(session, job.id, sweep)
             elif self._outcome is not None:
                 _, result, output = self._outcome
                 job.state, job.output_path = JobState.SUCCEEDED, output
@@ -162,3 +171,37 @@ class JobRecorder:
                     finished_at=job.finished_at,
                 )
             )
+
+
+def _record_runs(session: Session, job_id: str, sweep: PolicySweepResult) -> None:
+    """One succeeded SweepRun row per lane x policy x capacity, as the service stores them."""
+    from litehit.db.models import SweepRun
+
+    run = 0
+    for lane_index, lane in enumerate(sweep.lanes):
+        slots = list(dict.fromkeys(r.capacity_gb for r in lane.results))
+        for r in lane.results:
+            details: dict[str, Any] = {}
+            if r.policy == "wa" and lane.wa is not None:
+                details["wa"] = lane.wa.model_dump(mode="json")
+            session.add(
+                SweepRun(
+                    job_id=job_id,
+                    run=run,
+                    lane=lane_index,
+                    instance_id=lane.lane,
+                    policy=r.policy,
+                    slot=slots.index(r.capacity_gb),
+                    capacity_gb=r.capacity_gb,
+                    capacity_blocks=r.capacity_blocks,
+                    state=LaneState.SUCCEEDED,
+                    requests=r.requests,
+                    hit_blocks=r.hit_blocks,
+                    hit_tokens=r.hit_tokens,
+                    input_tokens=r.input_tokens,
+                    hit_ratio=r.hit_ratio,
+                    evictions=r.evictions,
+                    details=details,
+                )
+            )
+            run += 1

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import matplotlib.pyplot as plt
-from matplotlib.ticker import PercentFormatter
+from matplotlib.ticker import NullLocator, PercentFormatter
 
 from litehit.plots import binary_capacity_axis, save_figure
 from litehit.policies.result import PolicySweepResult
@@ -41,8 +41,11 @@ def plot_sweep(result: PolicySweepResult, path: Path) -> Path:
                 marker=marker,
                 label=policy,
                 linewidth=1.6 if policy in {"lru", "wa"} else 1.0,
+                linestyle="--" if policy == "wa" else "-",  # WA often equals LRU: keep both visible
             )
         binary_capacity_axis(ax)
+        ax.set_xticks(sorted({r.capacity_gb for r in lane.results}))  # the capacities asked
+        ax.xaxis.set_minor_locator(NullLocator())
         ax.yaxis.set_major_formatter(PercentFormatter(1.0))
         ax.set_ylim(bottom=0)
         ax.set_ylabel("hit ratio (tokens)")
