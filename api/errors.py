@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -21,6 +22,7 @@ from litehit.errors import (
     UnknownInstance,
     WrongShard,
 )
+from litehit.spec import error_subject
 
 __all__ = ["ApiError", "install_error_handlers"]
 
@@ -49,18 +51,30 @@ ONLINE_STATUS: dict[type[OnlineError], tuple[int, str]] = {
 }
 """HTTP status and code of the errors of an online shard owner."""
 
+TOO_DEEP = "the JSON body nests too deeply"
+
 
 def _body(code: str, message: str, details: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     return {"error": {"code": code, "message": message, "details": details or []}}
 
 
-def _json_safe(value: Any) -> Any:
+MAX_ECHO_DEPTH = 8
+"""How deeply an error echoes the offending input; deeper parts read "...". """
+
+
+def _json_safe(value: Any, depth: int = 0) -> Any:
+    """The offending input as plain JSON: NaN and Infinity as the strings "NaN", "Infinity" and
+    "-Infinity" (JSON has no such numbers), deep nesting cut at MAX_ECHO_DEPTH."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
     if value is None or isinstance(value, bool | int | float | str):
         return value
+    if isinstance(value, list | tuple | dict) and depth >= MAX_ECHO_DEPTH:
+        return "..."
     if isinstance(value, list | tuple):
-        return [_json_safe(v) for v in value]
+        return [_json_safe(v, depth + 1) for v in value]
     if isinstance(value, dict):
-        return {str(k): _json_safe(v) for k, v in value.items()}
+        return {str(k): _json_safe(v, depth + 1) for k, v in value.items()}
     return repr(value)
 
 
@@ -84,14 +98,12 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def validation(_: Request, exc: RequestValidationError) -> JSONResponse:
-        details = [
-            {
-                "loc": list(e["loc"]),
-                "msg": str(e["msg"]).removeprefix("Value error, "),
-                "input": _json_safe(e.get("input")),
-            }
-            for e in exc.errors()
-        ]
+        details = []
+        for e in exc.errors():
+            loc, value = error_subject(e)
+            details.append(
+                {"loc": list(loc), "msg": str(e["msg"]).removeprefix("Value error, "), "input": _json_safe(value)}
+            )
         message = "; ".join(f"{'.'.join(map(str, d['loc']))}: {d['msg']}" for d in details)
         return JSONResponse(_body("validation_error", message, details), status_code=422)
 
@@ -115,6 +127,9 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        if isinstance(exc.__cause__, RecursionError):  # FastAPI could not parse the JSON body
+            details = [{"loc": ["body"], "msg": TOO_DEEP, "input": None}]
+            return JSONResponse(_body("validation_error", f"body: {TOO_DEEP}", details), status_code=422)
         code = {404: "not_found", 405: "method_not_allowed", 401: "unauthorized"}.get(exc.status_code, "http_error")
         return JSONResponse(
             _body(code, str(exc.detail)), status_code=exc.status_code, headers=getattr(exc, "headers", None)

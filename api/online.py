@@ -83,12 +83,13 @@ async def delete_instance(instance_id: str, owner: OwnerDep) -> dict[str, Any]:
 
 @owner_routes.post("/instances/{instance_id}/trace-queries", summary="One request: hits per capacity slot (TraceQuery)")
 async def trace_query(instance_id: str, body: TraceQueryBody, owner: OwnerDep) -> dict[str, Any]:
-    loc: list[Any] = ["body", "block_keys"]
     try:
         (result,) = owner.query(instance_id, [_query(body)])
     except RequestRejected as exc:
+        loc: list[Any] = ["body", exc.field]
         raise ApiError(422, "rejected", exc.message, details=[{"loc": loc, "msg": exc.message}]) from None
     except OverflowError as exc:
+        loc = ["body", "block_keys"]
         raise ApiError(422, "rejected", str(exc), details=[{"loc": loc, "msg": str(exc)}]) from None
     return {"instance_id": instance_id, **result}
 
@@ -100,7 +101,7 @@ async def trace_query_batch(instance_id: str, body: TraceQueryBatch, owner: Owne
     try:
         results = owner.query(instance_id, [_query(r) for r in body.requests])
     except RequestRejected as exc:
-        loc: list[Any] = ["body", "requests", exc.index, "block_keys"]
+        loc: list[Any] = ["body", "requests", exc.index, exc.field]
         raise ApiError(
             422,
             "rejected",

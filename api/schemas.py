@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from litehit.db.states import JobState, LaneState, Stage
 from litehit.policies.options import SweepOptions
-from litehit.spec import ReplaySpec
+from litehit.spec import ReplaySpec, Text
 
 T = TypeVar("T")
 
@@ -57,8 +57,8 @@ class ReplayCreate(ReplaySpec):
     inside the storage root; the service publishes the facts under the job, so
     ``output_result_path`` is ignored."""
 
-    trace_id: str | None = None
-    trace_file_path: str = ""
+    trace_id: Text | None = None
+    trace_file_path: Text = ""
     output_result_path: str = ""
 
 
@@ -146,8 +146,8 @@ class PolicySweepPublic(JobPublic):
 class QueryCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    replay_id: str | None = Field(default=None, description="the replay whose facts to query")
-    facts_path: str | None = Field(default=None, description="or a facts file inside the storage root")
+    replay_id: Text | None = Field(default=None, description="the replay whose facts to query")
+    facts_path: Text | None = Field(default=None, description="or a facts file inside the storage root")
     capacity_gb: list[float | str] = Field(min_length=1, description="binary GiB; negative = infinite")
     targets: list[float] | None = Field(default=None, description="fractions of the infinite hit rate")
 

@@ -38,6 +38,11 @@ class CapacitySlot:
         return self.capacity_gb < 0 or math.isinf(self.capacity_gb)
 
     @property
+    def recorded_gb(self) -> float:
+        """The capacity as a job records it in JSON: -1.0 when infinite (JSON has no Infinity)."""
+        return -1.0 if self.infinite else self.capacity_gb
+
+    @property
     def capacity_bytes(self) -> int:
         """floor(gb x 1024^3), exact, saturating at 2^64 - 1 (also the infinite slot's value)."""
         if self.infinite:

@@ -22,6 +22,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter, PercentF
 from litehit.capacity import GIB, CapacitySlot  # noqa: E402
 from litehit.curve import InstanceCurve, exact_curves  # noqa: E402
 from litehit.misses import Attribution, attribute_misses  # noqa: E402
+from litehit.publish import make_output_dir  # noqa: E402
 
 __all__ = ["binary_capacity_axis", "plot_facts", "save_figure"]
 
@@ -76,7 +77,7 @@ def plot_facts(
 ) -> list[Path]:
     """Writes hit_rate.{png,svg} and misses.{png,svg} into out_dir; returns the files."""
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    make_output_dir(out)
     curves = exact_curves(facts)
     marks = [s.capacity_gb for s in capacities if not s.infinite and s.capacity_gb > 0]
     grid = _grid(curves, marks)

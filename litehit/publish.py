@@ -13,7 +13,20 @@ from typing import BinaryIO, Self
 
 from litehit.errors import PublishError
 
-__all__ = ["AtomicPublisher"]
+__all__ = ["AtomicPublisher", "make_output_dir"]
+
+
+def make_output_dir(path: str | Path) -> Path:
+    """Creates an output directory and its parents if missing; PublishError naming it when it
+    cannot be (a file of that name exists, no permission, a read-only or virtual file system)."""
+    directory = Path(path)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise PublishError(f"cannot create the output directory {directory}: a file of that name exists") from None
+    except OSError as exc:
+        raise PublishError(f"cannot create the output directory {directory}: {exc.strerror or exc}") from None
+    return directory
 
 
 class AtomicPublisher:

@@ -19,7 +19,18 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StrictStr, ValidationError
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictStr,
+    ValidationError,
+    model_validator,
+)
+from pydantic_core import ErrorDetails, PydanticCustomError
 
 from litehit.errors import ConfigError, ConfigIssue
 
@@ -30,9 +41,11 @@ __all__ = [
     "LocationSpecInfo",
     "ReplaySpec",
     "StateInfo",
+    "Text",
     "TraceFormat",
     "check_replay_spec",
     "config_error",
+    "error_subject",
     "group_issues",
     "instance_issues",
     "load_replay_config",
@@ -43,6 +56,9 @@ INT32 = (-(2**31), 2**31 - 1)
 INT64 = (-(2**63), 2**63 - 1)
 UINT64 = (0, 2**64 - 1)
 MAX_PIPELINE_WORKERS = 64
+MAX_EXTRA_DEPTH = 32
+"""How deeply an unknown (kept, unused) config field may nest."""
+PLAIN_JSON = "plain_json"  # the error type of an unknown field that is not plain JSON
 
 
 class TraceFormat(StrEnum):
@@ -76,22 +92,54 @@ def _json_double(value: Any) -> float:
     return float(value)
 
 
+def _no_nul(value: str) -> str:
+    if "\x00" in value:
+        raise ValueError("must not contain a NUL byte")
+    return value
+
+
+Text = Annotated[StrictStr, AfterValidator(_no_nul)]
+"""A JSON string without NUL bytes: names, ids and paths reach C strings, file systems and SQL."""
 Int32 = Annotated[int, _json_integer(*INT32)]
 Int64 = Annotated[int, _json_integer(*INT64)]
 UInt64 = Annotated[int, _json_integer(*UINT64)]
 Double = Annotated[float, BeforeValidator(_json_double)]
 
 
+def _plain_json_issue(value: Any) -> tuple[Any, str] | None:
+    """What keeps a kept unknown field from being stored as JSON (NaN/Infinity, too deep nesting):
+    (the offending value, the reason), or None."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            return item, "holds a number JSON cannot carry (NaN or Infinity)"
+        if isinstance(item, dict | list):
+            if depth > MAX_EXTRA_DEPTH:
+                return f"<nested deeper than {MAX_EXTRA_DEPTH} levels>", f"nests deeper than {MAX_EXTRA_DEPTH} levels"
+            stack.extend((v, depth + 1) for v in (item.values() if isinstance(item, dict) else item))
+    return None
+
+
 class _Section(BaseModel):
     # Unknown fields are kept (and reported as warnings by the CLI), never an error: existing
-    # configs may carry fields of the online optimizer that a replay does not use.
+    # configs may carry fields of the online optimizer that a replay does not use. They must be
+    # plain JSON, though: jobs store their config.
     model_config = ConfigDict(extra="allow", frozen=True)
+
+    @model_validator(mode="after")
+    def _plain_extras(self) -> _Section:
+        for name, value in (self.model_extra or {}).items():
+            found = _plain_json_issue(value)
+            if found:
+                raise PydanticCustomError(PLAIN_JSON, "unknown field " + found[1], {"field": name, "value": found[0]})
+        return self
 
 
 class InstanceGroup(_Section):
-    name: StrictStr = ""
+    name: Text = ""
     capacity_gb: list[Double] = Field(default_factory=list)
-    eviction_policy: StrictStr = "lru"
+    eviction_policy: Text = "lru"
     shared_group_quota: StrictBool = False
     enable_theoretical_max_cache: StrictBool = False
     ttl_seconds: Int64 = 0
@@ -109,23 +157,23 @@ class InstanceGroup(_Section):
 
 
 class LocationSpecInfo(_Section):
-    name: StrictStr = ""
+    name: Text = ""
     size: Int64 = 0
 
 
 class LocationSpecGroup(_Section):
-    name: StrictStr = ""
-    spec_names: list[StrictStr] = Field(default_factory=list)
+    name: Text = ""
+    spec_names: list[Text] = Field(default_factory=list)
 
 
 class StateInfo(_Section):
-    full_location_spec_group_name: StrictStr = ""
-    linear_location_spec_group_name: StrictStr = ""
+    full_location_spec_group_name: Text = ""
+    linear_location_spec_group_name: Text = ""
 
 
 class InstanceInfo(_Section):
-    instance_group_name: StrictStr = ""
-    instance_id: StrictStr = ""
+    instance_group_name: Text = ""
+    instance_id: Text = ""
     block_size: Int32 = 0
     location_spec_infos: list[LocationSpecInfo] = Field(default_factory=list)
     location_spec_groups: list[LocationSpecGroup] = Field(default_factory=list)
@@ -142,11 +190,11 @@ class InstanceInfo(_Section):
 
 
 class ReplaySpec(_Section):
-    trace_file_path: StrictStr = ""
-    output_result_path: StrictStr = ""
+    trace_file_path: Text = ""
+    output_result_path: Text = ""
     instance_groups: list[InstanceGroup] = Field(default_factory=list)
     instances: list[InstanceInfo] = Field(default_factory=list)
-    override_instance_id: StrictStr = ""
+    override_instance_id: Text = ""
     block_size: UInt64 = 256
     fanout_all_instances: StrictBool = False
     pipeline_worker_count: Int32 = 1
@@ -187,11 +235,22 @@ def _loc_path(loc: tuple[int | str, ...]) -> str:
     return out
 
 
+def error_subject(error: ErrorDetails) -> tuple[tuple[int | str, ...], Any]:
+    """Where a pydantic error is and the value it is about. An unknown field that is not plain
+    JSON is reported by its own path, not by its section's (whose input holds the whole section)."""
+    if error["type"] == PLAIN_JSON:
+        ctx = error.get("ctx") or {}
+        return (*error["loc"], ctx["field"]), ctx["value"]
+    return error["loc"], error.get("input")
+
+
 def config_error(exc: ValidationError) -> ConfigError:
     """A pydantic validation failure as a ConfigError naming each field path and value."""
-    return ConfigError(
-        [ConfigIssue(_loc_path(e["loc"]), e.get("input"), e["msg"].removeprefix("Value error, ")) for e in exc.errors()]
-    )
+    issues = []
+    for e in exc.errors():
+        loc, value = error_subject(e)
+        issues.append(ConfigIssue(_loc_path(loc), value, e["msg"].removeprefix("Value error, ")))
+    return ConfigError(issues)
 
 
 def parse_replay_spec(data: Any) -> ReplaySpec:
@@ -219,6 +278,10 @@ def load_replay_config(path: str | Path) -> ReplaySpec:
     except json.JSONDecodeError as exc:
         raise ConfigError(
             [ConfigIssue("", str(path), f"Failed to parse LiteHit config file: {exc.msg} at line {exc.lineno}")]
+        ) from None
+    except RecursionError:
+        raise ConfigError(
+            [ConfigIssue("", str(path), "Failed to parse LiteHit config file: nesting too deep")]
         ) from None
     return parse_replay_spec(data)
 
@@ -365,7 +428,9 @@ def _registration_issues(inst: InstanceInfo, groups: set[str]) -> list[tuple[str
             )
         )
     else:
-        group = next(g for g in inst.location_spec_groups if g.name == full)
+        j, group = next((j, g) for j, g in enumerate(inst.location_spec_groups) if g.name == full)
+        if not group.spec_names:
+            out.append((f".location_spec_groups[{j}].spec_names", [], "the full spec group names no spec"))
         for name in group.spec_names:
             if name and name not in spec_names:
                 out.append(

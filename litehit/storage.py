@@ -43,11 +43,14 @@ class Storage:
             if any(part == ".." for part in PurePosixPath(text).parts):
                 raise StorageError(f"path {text!r} must not contain '..'")
             candidate = self.root / candidate
-        resolved = candidate.resolve()  # follows every symlink
-        if resolved != self.root and self.root not in resolved.parents:
-            raise StorageError(f"path {text!r} is outside the storage root")
-        if must_exist and not resolved.is_file():
-            raise StorageError(f"path {text!r} is not a file in the storage root")
+        try:
+            resolved = candidate.resolve()  # follows every symlink
+            if resolved != self.root and self.root not in resolved.parents:
+                raise StorageError(f"path {text!r} is outside the storage root")
+            if must_exist and not resolved.is_file():
+                raise StorageError(f"path {text!r} is not a file in the storage root")
+        except OSError as exc:  # a name too long, a symlink loop, no permission...
+            raise StorageError(f"path {text!r} cannot be used: {exc.strerror or exc}") from None
         return resolved
 
     def relative(self, path: Path) -> str:

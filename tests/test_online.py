@@ -353,3 +353,39 @@ def _ok(url: str) -> bool:
         return httpx.get(url, timeout=1).json().get("status") == "ok"
     except (httpx.HTTPError, ValueError):
         return False
+
+
+def test_ttl_groups_reject_timestamps_that_go_backwards(owner: TestClient) -> None:
+    """A TTL group ages blocks by the requests' timestamps; like an unsorted offline trace, a
+    timestamp before the previous one is rejected (422 naming it) and nothing is applied."""
+    register(owner, ttl=30)
+    s = 10**9
+    url = "/v1/online/instances/i1/trace-queries"
+    assert owner.post(url, json={"block_keys": [1, 2], "timestamp_ns": 100 * s}).status_code == 200
+    assert owner.post(url, json={"block_keys": [1, 2], "timestamp_ns": 100 * s}).status_code == 200  # ties are fine
+    before = owner.get("/v1/online/instances/i1").json()
+    r = owner.post(url, json={"block_keys": [1, 2], "timestamp_ns": 99 * s})
+    assert r.status_code == 422
+    err = r.json()["error"]
+    assert err["details"][0]["loc"] == ["body", "timestamp_ns"]
+    assert f"timestamp_ns {99 * s} is before the previous request's {100 * s}" in err["message"]
+    r = owner.post(
+        url + "/batch",
+        json={"requests": [{"block_keys": [3], "timestamp_ns": 120 * s}, {"block_keys": [3], "timestamp_ns": 110 * s}]},
+    )
+    assert r.status_code == 422 and r.json()["error"]["details"][0]["loc"] == ["body", "requests", 1, "timestamp_ns"]
+    assert "nothing was applied" in r.json()["error"]["message"]
+    after = owner.get("/v1/online/instances/i1").json()
+    assert (
+        (after["total_queries"], after["unique_blocks"]) == (before["total_queries"], before["unique_blocks"]) == (2, 2)
+    )
+    r = owner.post(url + "/batch", json={"requests": [{"block_keys": [1, 2], "timestamp_ns": 120 * s}]})
+    assert r.status_code == 200 and r.json()["results"][0]["hit_blocks"] == [2, 2, 2]  # still alive at +20 s of 30
+
+
+def test_groups_without_ttl_ignore_the_order_of_timestamps(owner: TestClient) -> None:
+    register(owner)
+    url = "/v1/online/instances/i1/trace-queries"
+    assert owner.post(url, json={"block_keys": [1], "timestamp_ns": 10**12}).status_code == 200
+    r = owner.post(url, json={"block_keys": [1], "timestamp_ns": 1})
+    assert r.status_code == 200 and r.json()["hit_blocks"] == [1, 1, 1]

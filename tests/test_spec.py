@@ -264,3 +264,61 @@ def test_the_trace_format_enum_names_exactly_the_c_format_table() -> None:
 
     assert {f.value for f in TraceFormat} == {f.name for f in TRACE_FORMATS}
     assert {TraceFormat.MOONCAKE, TraceFormat.QWEN_BAILIAN} == INSTANCELESS
+
+
+def test_names_ids_and_paths_must_not_contain_nul_bytes() -> None:
+    data = base()
+    data["trace_file_path"] = "/t\x00.jsonl"
+    data["instances"][0]["instance_id"] = "i\x001"
+    data["instance_groups"][0]["name"] = "g\x00"
+    found = issues(data)
+    assert ("trace_file_path", "must not contain a NUL byte") in found
+    assert ("instance_groups[0].name", "must not contain a NUL byte") in found
+    assert ("instances[0].instance_id", "must not contain a NUL byte") in found
+
+
+@pytest.mark.parametrize(
+    ("where", "value", "reported"),
+    [
+        ("top", float("inf"), float("inf")),
+        ("group", {"nested": [1.0, float("nan")]}, "nan"),
+        (
+            "top",
+            [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]],
+            "<nested deeper than 32 levels>",
+        ),
+    ],
+)
+def test_unknown_fields_must_be_plain_json(where: str, value: Any, reported: Any) -> None:
+    """Jobs store their config as JSON: NaN/Infinity or a field nested deeper than 32 levels in
+    an unknown (kept) field is rejected by the field's own path."""
+    data = base()
+    (data if where == "top" else data["instance_groups"][0])["future"] = value
+    with pytest.raises(ConfigError) as info:
+        parse_replay_spec(data)
+    (issue,) = info.value.issues
+    assert issue.path == ("future" if where == "top" else "instance_groups[0].future")
+    assert issue.message.startswith("unknown field ")
+    assert str(issue.value) == str(reported)
+    data = base()
+    data["future"] = json.loads("[" * 31 + '{"ok": 1.5}' + "]" * 31)  # 32 levels: plain enough
+    assert parse_replay_spec(data).unknown_fields() == ["future"]
+
+
+def test_a_full_spec_group_without_specs_is_rejected() -> None:
+    """Its block_bytes would be 0 (bytes per block from an empty sum)."""
+    data = base()
+    data["instances"][0]["location_spec_groups"][0]["spec_names"] = []
+    assert issues(data) == [
+        (
+            "instances[0].location_spec_groups[0].spec_names",
+            "RegisterInstance[i1] failed: the full spec group names no spec",
+        )
+    ]
+
+
+def test_a_config_nested_too_deeply_for_the_json_reader(tmp_path: Path) -> None:
+    path = tmp_path / "deep.json"
+    path.write_text('{"instances": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    with pytest.raises(ConfigError, match="Failed to parse LiteHit config file: nesting too deep"):
+        load_replay_config(path)

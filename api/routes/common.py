@@ -19,11 +19,20 @@ from worker.jobs.submit import Enqueue
 
 log = logging.getLogger(__name__)
 
+MAX_OFFSET = 2**63 - 1  # OFFSET is a bigint in SQL
+
 
 def paginate(
     session: Session, query: Select[Any], limit: int, offset: int, *, rows: bool = False
 ) -> tuple[list[Any], int, int | None]:
     """A page of ORM objects (or, with rows, of Core rows as dicts), the total and the next offset."""
+    if offset > MAX_OFFSET:
+        raise ApiError(
+            422,
+            "validation_error",
+            f"query.offset: must be at most {MAX_OFFSET}",
+            details=[{"loc": ["query", "offset"], "msg": f"must be at most {MAX_OFFSET}", "input": offset}],
+        )
     total = session.scalar(select(func.count()).select_from(query.order_by(None).subquery())) or 0
     page = query.limit(limit).offset(offset)
     items = [dict(r) for r in session.execute(page).mappings()] if rows else list(session.scalars(page))
@@ -31,8 +40,14 @@ def paginate(
     return items, int(total), next_offset
 
 
+def findable(identifier: str) -> bool:
+    """Whether an id from a URL can name a row at all: no id holds a NUL byte (and PostgreSQL
+    refuses to compare with one)."""
+    return "\x00" not in identifier
+
+
 def job_or_404(session: Session, job_id: str, kind: str) -> Job:
-    job = session.get(Job, job_id)
+    job = session.get(Job, job_id) if findable(job_id) else None
     if job is None or job.kind != kind:
         raise ApiError(404, "not_found", f"no {kind} job with id {job_id}")
     return job
@@ -49,7 +64,7 @@ JOBS, LANES, SUMMARIES, RUNS = Job.__table__, LaneRun.__table__, QuerySummary.__
 
 
 def job_row(session: Session, job_id: str, kind: str) -> dict[str, Any]:
-    row = session.execute(select(JOBS).where(JOBS.c.id == job_id)).mappings().first()
+    row = session.execute(select(JOBS).where(JOBS.c.id == job_id)).mappings().first() if findable(job_id) else None
     if row is None or row["kind"] != kind:
         raise ApiError(404, "not_found", f"no {kind} job with id {job_id}")
     return dict(row)

@@ -5,6 +5,7 @@ owner's own routes, which do the work, are in api/online.py."""
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 from fastapi import APIRouter, Request, Response
@@ -89,23 +90,28 @@ async def list_instances(request: Request) -> dict[str, Any]:
     return {"items": sorted(items, key=lambda i: i["instance_id"].encode())}
 
 
+async def _forward_instance(request: Request, instance_id: str, rest: str = "") -> Response:
+    """Forwards a request about one instance to its owner. The id is one path segment,
+    percent-encoded: '#', '?', '/' or control characters in it stay part of the id."""
+    path = f"/v1/online/instances/{quote(instance_id, safe='')}{rest}"
+    return await _forward(request, _owner_of(request, instance_id), path)
+
+
 @router.get("/instances/{instance_id}", summary="One instance (forwarded to its owner)")
 async def get_instance(request: Request, instance_id: str) -> Response:
-    return await _forward(request, _owner_of(request, instance_id), f"/v1/online/instances/{instance_id}")
+    return await _forward_instance(request, instance_id)
 
 
 @router.delete("/instances/{instance_id}", summary="Remove an instance (forwarded to its owner)")
 async def delete_instance(request: Request, instance_id: str) -> Response:
-    return await _forward(request, _owner_of(request, instance_id), f"/v1/online/instances/{instance_id}")
+    return await _forward_instance(request, instance_id)
 
 
 @router.post("/instances/{instance_id}/trace-queries", summary="One trace query (forwarded to the instance's owner)")
 async def trace_query(request: Request, instance_id: str) -> Response:
-    return await _forward(request, _owner_of(request, instance_id), f"/v1/online/instances/{instance_id}/trace-queries")
+    return await _forward_instance(request, instance_id, "/trace-queries")
 
 
 @router.post("/instances/{instance_id}/trace-queries/batch", summary="A batch of trace queries, applied in order")
 async def trace_query_batch(request: Request, instance_id: str) -> Response:
-    return await _forward(
-        request, _owner_of(request, instance_id), f"/v1/online/instances/{instance_id}/trace-queries/batch"
-    )
+    return await _forward_instance(request, instance_id, "/trace-queries/batch")

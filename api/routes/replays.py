@@ -65,7 +65,7 @@ def list_replays(
     session: SessionDep,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
     offset: Annotated[int, Query(ge=0)] = 0,
-    state: Annotated[str | None, Query(description="only jobs in this state")] = None,
+    state: Annotated[JobState | None, Query(description="only jobs in this state")] = None,
 ) -> dict[str, Any]:
     query = select(JOBS).where(JOBS.c.kind == "replay").order_by(JOBS.c.created_at.desc(), JOBS.c.id)
     if state:

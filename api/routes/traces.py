@@ -17,7 +17,7 @@ from starlette.concurrency import run_in_threadpool
 
 from api.deps import SessionDep, SettingsDep, StorageDep
 from api.errors import ApiError
-from api.routes.common import paginate
+from api.routes.common import findable, paginate
 from api.schemas import ErrorResponse, Page, TracePublic
 from litehit.db.models import Trace, new_id
 from litehit.errors import LiteHitError
@@ -164,7 +164,7 @@ def list_traces(
 
 @router.get("/{trace_id}", response_model=TracePublic, responses={404: {"model": ErrorResponse}})
 def get_trace(trace_id: str, session: SessionDep) -> Trace:
-    trace = session.get(Trace, trace_id)
+    trace = session.get(Trace, trace_id) if findable(trace_id) else None
     if trace is None:
         raise ApiError(404, "not_found", f"no trace with id {trace_id}")
     return trace

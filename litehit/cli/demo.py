@@ -39,13 +39,13 @@ def _run(args: argparse.Namespace) -> int:
     from litehit.cli.trace_input import shorthand_config
     from litehit.curve import exact_curves
     from litehit.plots import plot_facts
-    from litehit.publish import AtomicPublisher
+    from litehit.publish import AtomicPublisher, make_output_dir
     from litehit.query import query_facts
     from litehit.spec import parse_replay_spec
 
     if not args.trace.exists():
         raise ConfigError([ConfigIssue("--trace", str(args.trace), "trace not found (pass --trace PATH)")])
-    args.output.mkdir(parents=True, exist_ok=True)
+    make_output_dir(args.output)
     ns = argparse.Namespace(
         source=str(args.trace),
         format="mooncake",

@@ -39,7 +39,7 @@ def _run(args: argparse.Namespace) -> int:
     from litehit.query import query_facts
 
     slots = parse_capacities(args.capacity_gb)
-    spec = {"facts_path": str(args.facts.resolve()), "capacity_gb": [s.capacity_gb for s in slots]}
+    spec = {"facts_path": str(args.facts.resolve()), "capacity_gb": [s.recorded_gb for s in slots]}
     with JobRecorder("query", spec) as record:
         if args.output is None:
             result = query_facts(args.facts, slots)

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from litehit.cli.trace_input import add_trace_arguments, spec_from_args
+from litehit.publish import make_output_dir
 from litehit.spec import ReplaySpec
 
 if TYPE_CHECKING:
@@ -48,7 +48,7 @@ def _run(args: argparse.Namespace) -> int:
     spec = spec_from_args(args, str(args.output))
     if args.extended:
         spec = spec.model_copy(update={"facts_format": "extended"})
-    Path(spec.output_result_path).mkdir(parents=True, exist_ok=True)
+    make_output_dir(spec.output_result_path)
     with JobRecorder("replay", spec.model_dump(mode="json")) as record:
         result = replay_with_progress(spec)
         record.replay_succeeded(result)

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from core_c.scan import TRACE_FORMATS
+from litehit.errors import ConfigError, ConfigIssue
 from litehit.spec import ReplaySpec, TraceFormat, load_replay_config, parse_replay_spec
 from litehit.traces.formats import detect_format
 
@@ -59,7 +60,7 @@ def _is_config(path: Path) -> bool:
         with path.open("rb") as f:
             head = f.read(1 << 20)
         data = json.loads(head)
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # RecursionError: nesting too deep for a config
         return False
     return isinstance(data, dict) and bool({"instances", "instance_groups", "trace_file_path"} & data.keys())
 
@@ -69,9 +70,10 @@ def shorthand_config(args: argparse.Namespace, output_dir: str) -> dict[str, Any
     fmt = TraceFormat(args.format) if args.format else detect_format(args.source)
     if fmt is None:
         raise SystemExit(f"litehit: error: {args.source}: the trace has no rows")
-    trace_bs = args.block_size or DEFAULT_TRACE_BLOCK[fmt]
-    sizes = [int(x) for x in args.block_sizes.split(",")] if args.block_sizes else [trace_bs]
-    ttls = [int(x) for x in str(args.ttl_seconds).split(",")]
+    trace_bs = DEFAULT_TRACE_BLOCK[fmt] if args.block_size is None else _positive("--block-size", args.block_size)
+    sizes = _integers("--block-sizes", args.block_sizes, least=1) if args.block_sizes else [trace_bs]
+    ttls = _integers("--ttl-seconds", str(args.ttl_seconds), least=0)
+    per_block = None if args.block_bytes is None else _positive("--block-bytes", args.block_bytes)
     groups, instances = [], []
     for ttl in ttls:
         group: dict[str, Any] = {"name": f"ttl{ttl}", "ttl_seconds": ttl}
@@ -79,7 +81,7 @@ def shorthand_config(args: argparse.Namespace, output_dir: str) -> dict[str, Any
             group["enable_prefix_hash"] = args.prefix_hash
         groups.append(group)
         for bs in sizes:
-            block_bytes = (args.block_bytes or trace_bs * DEFAULT_BYTES_PER_TOKEN) * bs // trace_bs
+            block_bytes = (per_block or trace_bs * DEFAULT_BYTES_PER_TOKEN) * bs // trace_bs
             instances.append(
                 {
                     "instance_group_name": group["name"],
@@ -105,6 +107,24 @@ def shorthand_config(args: argparse.Namespace, output_dir: str) -> dict[str, Any
     else:
         config["override_instance_id"] = instances[0]["instance_id"]
     return config
+
+
+def _positive(flag: str, value: int) -> int:
+    if value < 1:
+        raise ConfigError([ConfigIssue(flag, value, "must be a positive integer")])
+    return value
+
+
+def _integers(flag: str, text: str, *, least: int) -> list[int]:
+    """A comma separated list of integers >= least; ConfigError naming the flag otherwise."""
+    try:
+        values = [int(x) for x in text.split(",")]
+    except ValueError:
+        values = []
+    if not values or any(v < least for v in values):
+        kind = "positive integers" if least == 1 else f"integers >= {least}"
+        raise ConfigError([ConfigIssue(flag, text, f"expected comma separated {kind}")])
+    return values
 
 
 def spec_from_args(args: argparse.Namespace, output_dir: str) -> ReplaySpec:

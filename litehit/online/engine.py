@@ -26,10 +26,11 @@ __all__ = ["Counters", "OnlineInstance", "RequestRejected", "TraceQuery"]
 
 
 class RequestRejected(LiteHitError):
-    """A trace query violates the request contract; nothing of its batch was applied."""
+    """A trace query violates the request contract; nothing of its batch was applied. ``field``
+    names the offending field of request ``index``."""
 
-    def __init__(self, index: int, message: str) -> None:
-        self.index, self.message = index, message
+    def __init__(self, index: int, message: str, field: str = "block_keys") -> None:
+        self.index, self.message, self.field = index, message, field
         super().__init__(f"request {index}: {message}")
 
 
@@ -82,6 +83,7 @@ class OnlineInstance:
         self.counters = Counters.from_dict(counters, len(self.slots))
         self.lane = core_c.Lane(ttl_ns=group.ttl_ns)
         self.state_since: datetime = utcnow()  # the LRU state is rebuilt empty at load
+        self.last_timestamp_ns: int | None = None  # of the last applied request
         self.dirty = False
 
     @property
@@ -112,10 +114,30 @@ class OnlineInstance:
         stamps = np.fromiter(
             (now if r.timestamp_ns is None else r.timestamp_ns for r in requests), dtype=np.int64, count=n
         )
+        if self.group.ttl_ns and n:
+            self._check_time_order(stamps)
         facts = self.lane.process_batch(batch.keys, batch.offsets, stamps)
+        if n:
+            self.last_timestamp_ns = int(stamps[-1])
         hits = core_c.project_batch(facts.segments, facts.seg_offsets, [*self.slots, None]).astype(np.int64)
         self._count(batch, hits)
         return self._results(batch.input_lens, np.diff(batch.offsets), hits)
+
+    def _check_time_order(self, stamps: npt.NDArray[np.int64]) -> None:
+        """A TTL group ages blocks by the requests' timestamps, which must not go backwards (as
+        offline, where an unsorted trace fails): RequestRejected names the first that does."""
+        before = np.empty_like(stamps)
+        before[0] = stamps[0] if self.last_timestamp_ns is None else self.last_timestamp_ns
+        before[1:] = stamps[:-1]
+        bad = np.flatnonzero(stamps < before)
+        if len(bad):
+            i = int(bad[0])
+            raise RequestRejected(
+                i,
+                f"timestamp_ns {int(stamps[i])} is before the previous request's {int(before[i])}: "
+                "a TTL group needs non-decreasing timestamps (a request without one is stamped now)",
+                field="timestamp_ns",
+            )
 
     def _count(self, batch: core_c.NormalizedBatch, hits: npt.NDArray[np.int64]) -> None:
         c = self.counters

@@ -112,19 +112,20 @@ def _replay_config(
     return config, spec, trace
 
 
-def _store(
-    session: Session, job: Job, idempotency_key: str | None, retry: Callable[[], tuple[Job, bool]]
-) -> tuple[Job, bool]:
-    """Commits a new job row; a concurrent request with the same key that won the race is
-    answered by `retry` (which finds that job)."""
+def _store(session: Session, job: Job) -> tuple[Job, bool]:
+    """Commits a new job row. When a concurrent request with the same Idempotency-Key won the
+    race (its insert came first), answers with its job: the same request if the digest of the
+    original request (job.request_hash) matches, a conflict otherwise."""
+    kind, key, digest = job.kind, job.idempotency_key, job.request_hash
     session.add(job)
     try:
         session.commit()
     except IntegrityError:
         session.rollback()
-        if not idempotency_key:
+        winner = _existing(session, kind, key, digest) if key and digest else None
+        if winner is None:
             raise
-        return retry()
+        return winner, False
     return job, True
 
 
@@ -157,14 +158,7 @@ def create_replay_job(
         stats={},
         progress={},
     )
-    return _store(
-        session,
-        job,
-        idempotency_key,
-        lambda: create_replay_job(
-            session, storage, config, trace_id=trace_id, idempotency_key=idempotency_key, source=source
-        ),
-    )
+    return _store(session, job)
 
 
 def create_sweep_job(
@@ -206,14 +200,7 @@ def create_sweep_job(
         stats={},
         progress={},
     )
-    return _store(
-        session,
-        job,
-        idempotency_key,
-        lambda: create_sweep_job(
-            session, storage, config, sweep, trace_id=trace_id, idempotency_key=idempotency_key, source=source
-        ),
-    )
+    return _store(session, job)
 
 
 def create_query_job(
@@ -254,7 +241,7 @@ def create_query_job(
         except StorageError as exc:
             raise ConfigError([ConfigIssue("facts_path", facts_path, str(exc))]) from None
     spec = {
-        "capacity_gb": [s.capacity_gb for s in slots],
+        "capacity_gb": [s.recorded_gb for s in slots],
         "targets": targets or list(DEFAULT_TARGETS),
         "facts_path": relative,
     }
@@ -268,18 +255,4 @@ def create_query_job(
         stats={},
         progress={},
     )
-    return _store(
-        session,
-        job,
-        idempotency_key,
-        lambda: create_query_job(
-            session,
-            storage,
-            capacity_gb=capacity_gb,
-            replay_id=replay_id,
-            facts_path=facts_path,
-            targets=targets,
-            idempotency_key=idempotency_key,
-            source=source,
-        ),
-    )
+    return _store(session, job)
