@@ -130,7 +130,9 @@ def _compile_args() -> list[str]:
     override = os.environ.get("LITEHIT_CFLAGS")
     if override is not None:
         return shlex.split(override)
-    args = ["-std=c99", "-O3", "-DNDEBUG", "-fno-strict-aliasing"]
+    # -ffp-contract=off: no fused multiply-add, so floating-point results (the WA policy) are the
+    # same on every compiler and match the reference arithmetic
+    args = ["-std=c99", "-O3", "-DNDEBUG", "-fno-strict-aliasing", "-ffp-contract=off"]
     if platform.machine().lower() in {"x86_64", "amd64"}:
         args.append("-mpopcnt")  # every x86-64 CPU since 2008; the rank structure counts bits
     return args

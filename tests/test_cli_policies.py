@@ -193,3 +193,24 @@ def test_bad_input_exits_1_naming_the_flag(
     assert message in err
     assert err.startswith("litehit: error:") and err.count("\n") == 1
     assert not (tmp_path / "p.json").exists()
+
+
+def test_wa_refuses_more_categories_than_it_keeps_lists_for(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    trace = tmp_path / "many.jsonl"
+    rows = (
+        {
+            "type": "get",
+            "instance_id": "i",
+            "timestamp_ns": i + 1,
+            "keys": [i % 97],
+            "input_len": 256,
+            "category": f"u{i}",
+        }
+        for i in range(70_000)
+    )
+    trace.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    code, _, err = run_policies([str(trace), "--capacity-gb", "0.001", "--policies", "lru,fifo"], capsys)
+    assert code == 0, err  # categories matter to wa only
+    code, _, err = run_policies([str(trace), "--capacity-gb", "0.001", "--policies", "wa"], capsys)
+    assert code == 1
+    assert "at most 65,536 request categories" in err and err.count("\n") == 1

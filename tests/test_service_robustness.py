@@ -260,3 +260,34 @@ def test_schema_head_constant_matches_the_migrations() -> None:
     from litehit.db.migrate import SCHEMA_HEAD, alembic_config
 
     assert ScriptDirectory.from_config(alembic_config("sqlite://")).get_current_head() == SCHEMA_HEAD
+
+
+def test_a_worker_whose_part_was_taken_over_can_write_nothing(service_settings: Settings) -> None:
+    from litehit.db.models import SweepRun
+    from litehit.db.states import LaneState
+    from worker.jobs.state import PartClaim, claim_part, claimed_attempt, finish_part, heartbeat_part
+
+    with session_scope(service_settings.db_url) as session:
+        job = Job(kind="policy_sweep", spec={}, state="running", stage="simulate", stats={}, progress={})
+        session.add(job)
+        session.flush()
+        row = SweepRun(run=0, lane=0, instance_id="a", policy="lru", slot=0, capacity_gb=1.0, capacity_blocks=8)
+        row.job_id, row.details = job.id, {}
+        session.add(row)
+        session.commit()
+        assert claim_part(session, SweepRun, job.id, 0, 30.0, 3) == PartClaim.CLAIMED
+        first = claimed_attempt(session, SweepRun, job.id, 0)
+        assert claim_part(session, SweepRun, job.id, 0, 30.0, 3) == PartClaim.BUSY  # its heartbeat is fresh
+        session.execute(
+            update(SweepRun).where(SweepRun.job_id == job.id).values(heartbeat_at=utcnow().replace(year=2000))
+        )
+        session.commit()
+        assert claim_part(session, SweepRun, job.id, 0, 30.0, 3) == PartClaim.CLAIMED  # taken over
+        second = claimed_attempt(session, SweepRun, job.id, 0)
+        assert second == first + 1
+        assert not heartbeat_part(session, SweepRun, job.id, 0, first, requests=5)
+        assert finish_part(session, SweepRun, job.id, 0, second, LaneState.SUCCEEDED, hit_blocks=42)
+        assert not finish_part(session, SweepRun, job.id, 0, first, LaneState.FAILED, error="late")
+        session.expire_all()
+        final = session.get(SweepRun, (job.id, 0))
+        assert final is not None and (final.state, final.hit_blocks, final.error) == ("succeeded", 42, None)

@@ -62,9 +62,6 @@ int lh_keymap_reserve(lh_keymap *m, size_t extra);
 /* Sets key -> val (val != LH_NIL). The key must be absent and room reserved. Cannot fail. */
 void lh_keymap_put(lh_keymap *m, int64_t key, uint32_t val);
 
-/* Sets the value of a present key. Cannot fail. */
-void lh_keymap_set(lh_keymap *m, int64_t key, uint32_t val);
-
 /* Removes key if present. Cannot fail. */
 void lh_keymap_del(lh_keymap *m, int64_t key);
 

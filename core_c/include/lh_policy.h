@@ -25,6 +25,13 @@
  *         per-category exponential reuse-time fits refreshed on a trace-time schedule; exactly
  *         LRU until the first fit yields a rate.
  * TTL is not modelled: callers reject TTL lanes.
+ *
+ * Eviction evidence (for sizing an eviction-attribution window; lh_sim_process_batch_misses):
+ * the time of an eviction is the timestamp of the request whose commit evicted the key. A
+ * request MISSES when its hits are fewer than its keys (its complete blocks); its first uncached
+ * block is keys[hits]. Without TTL a key that is not resident but was ever inserted was evicted,
+ * so the miss is EVICTED (that key was evicted by an earlier request, possibly more than once and
+ * re-inserted in between: its latest eviction counts) or NO_MATCH (never evicted here).
  */
 #ifndef LH_POLICY_H
 #define LH_POLICY_H
@@ -39,6 +46,15 @@
 #define LH_POLICY_WA 5
 
 #define LH_SIM_MAX_CATEGORIES 65536 /* request categories are 0 .. LH_SIM_MAX_CATEGORIES - 1 */
+
+/* lh_sim_create flags (OR them; 0 = none) */
+#define LH_SIM_RECORD_EVICTIONS 1 /* keep each batch's evictions (lh_sim_evictions) */
+#define LH_SIM_MISS_EVIDENCE 2    /* remember every evicted key's latest eviction time (misses) */
+
+/* Outcome of a request in lh_sim_process_batch_misses */
+#define LH_SIM_FULL_HIT 0 /* hits == keys (also a request without keys): nothing missed */
+#define LH_SIM_MISS_EVICTED 1 /* the first uncached block was evicted earlier */
+#define LH_SIM_MISS_NO_MATCH 2 /* the first uncached block was never evicted by this simulator */
 
 typedef struct lh_sim lh_sim;
 
@@ -65,14 +81,21 @@ typedef struct lh_sim_stats {
   uint64_t wa_fits;     /* fits performed */
   uint64_t wa_categories; /* category slots seen (highest category + 1) */
   double wa_rate_all;   /* the all-categories rate per second, 0 = none yet */
+  /* peak eviction rate: the most evictions whose times fall in one aligned second
+   * floor(time_ns / 1e9) (always kept; 0 and 0 before the first eviction) */
+  uint64_t peak_evictions_per_s;
+  int64_t peak_second;  /* that second (the first one reaching the peak), in seconds */
+  uint64_t evicted_keys; /* LH_SIM_MISS_EVIDENCE: distinct keys ever evicted (else 0) */
 } lh_sim_stats;
 
 /* Creates a simulator of `policy` (LH_POLICY_*) at capacity_blocks; wa may be NULL for every
- * policy but LH_POLICY_WA. record_evictions != 0 keeps each batch's evictions (lh_sim_evictions).
+ * policy but LH_POLICY_WA. flags: an OR of LH_SIM_RECORD_EVICTIONS (keep each batch's evictions,
+ * lh_sim_evictions) and LH_SIM_MISS_EVIDENCE (one map entry per distinct evicted key, so that
+ * lh_sim_process_batch_misses can tell evicted from never-seen misses), or 0.
  * On success *out owns the simulator; release it with lh_sim_destroy. LH_EINVAL for an unknown
- * policy or bad WA parameters, LH_ENOMEM. */
-int lh_sim_create(lh_sim **out, int policy, uint64_t capacity_blocks, const lh_wa_params *wa,
-                  int record_evictions, char *err, size_t errlen);
+ * policy, bad WA parameters or unknown flags, LH_ENOMEM. */
+int lh_sim_create(lh_sim **out, int policy, uint64_t capacity_blocks, const lh_wa_params *wa, int flags,
+                  char *err, size_t errlen);
 
 /* Releases a simulator and all its memory. NULL is a no-op. */
 void lh_sim_destroy(lh_sim *sim);
@@ -88,7 +111,21 @@ int lh_sim_process_batch(lh_sim *sim, const int64_t *keys, const int64_t *offset
                          const int64_t *timestamps, const int32_t *categories, size_t n_req,
                          int64_t *hits, size_t *n_done, char *err, size_t errlen);
 
-/* The evictions of the last lh_sim_process_batch call (empty unless record_evictions): victim
+/* lh_sim_process_batch (same arguments, effects and failures), plus each request's miss
+ * evidence in caller-owned arrays of n_req entries: outcome[r] = LH_SIM_FULL_HIT, or
+ * LH_SIM_MISS_EVICTED / LH_SIM_MISS_NO_MATCH with miss_key[r] = its first uncached block
+ * keys[offsets[r] + hits[r]]; evicted_at[r] = the time (ns) of that key's latest eviction for
+ * LH_SIM_MISS_EVICTED (at most timestamps[r]: an eviction by an earlier request of this or an
+ * earlier batch). miss_key[r] and evicted_at[r] are 0 where they do not apply. The outputs of
+ * the requests before a failing one are written. LH_EINVAL (nothing processed) unless the
+ * simulator was created with LH_SIM_MISS_EVIDENCE; LH_ERANGE when more than 2^32 - 2 distinct
+ * keys would have been evicted. */
+int lh_sim_process_batch_misses(lh_sim *sim, const int64_t *keys, const int64_t *offsets,
+                                const int64_t *timestamps, const int32_t *categories, size_t n_req,
+                                int64_t *hits, int32_t *outcome, int64_t *miss_key, int64_t *evicted_at,
+                                size_t *n_done, char *err, size_t errlen);
+
+/* The evictions of the last process call (empty without LH_SIM_RECORD_EVICTIONS): victim
  * keys and, for each, the index (within that batch) of the request whose commit evicted it.
  * The arrays are owned by the simulator and valid until its next process call or destroy. */
 size_t lh_sim_evictions(const lh_sim *sim, const int64_t **keys, const int64_t **requests);

@@ -41,7 +41,8 @@ typedef struct lh_policy_ops {
   int (*create)(void **state, const lh_wa_params *wa, char *err, size_t errlen);
   void (*destroy)(void *state);
   /* Ensures the next request (n keys, category cat) can run with up to `slots` slots without
-   * allocating: 0 or -1 (nothing changed). */
+   * allocating: 0, -1 (out of memory) or -2 (an index would not fit 32 bits); nothing changed
+   * on failure. */
   int (*reserve)(void *state, size_t slots, const int64_t *keys, size_t n, int32_t cat);
   /* Called once per request before its lookup (WA: fits and reuse observations). Cannot fail
    * after a successful reserve. */

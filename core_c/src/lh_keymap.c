@@ -37,15 +37,6 @@ void lh_keymap_put(lh_keymap *m, int64_t key, uint32_t val) {
   m->count++;
 }
 
-void lh_keymap_set(lh_keymap *m, int64_t key, uint32_t val) {
-  for (size_t i = lh_keymap_slot(m, key);; i = (i + 1) & m->mask) {
-    if (m->entries[i].key == key && m->entries[i].val != LH_NIL) {
-      m->entries[i].val = val;
-      return;
-    }
-  }
-}
-
 void lh_keymap_del(lh_keymap *m, int64_t key) {
   if (m->entries == NULL) return;
   size_t i = lh_keymap_slot(m, key);

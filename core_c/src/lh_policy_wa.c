@@ -150,7 +150,7 @@ static int wa_reserve(void *state, size_t slots, const int64_t *keys, size_t n, 
     w->cats[c].active_at = LH_NIL;
   }
   if (lh_policy_grow((void **)&w->active, &w->cap_active, w->cap_cats, sizeof(int32_t)) != 0) return -1;
-  if (w->n_seen + n > (size_t)LH_NIL - 1) return -1;
+  if (w->n_seen + n > (size_t)LH_NIL - 1) return -2;
   if (lh_keymap_reserve(&w->seen, n) != 0 || lh_policy_grow((void **)&w->keys, &w->cap_seen, w->n_seen + n, sizeof(seen_key)) != 0) {
     return -1;
   }
@@ -231,9 +231,18 @@ static void wa_begin(void *state, const int64_t *keys, size_t n, int64_t now, in
   }
   while (!w->fits_exhausted && w->next_fit <= now) {
     fit(w, w->next_fit);
+    /* Fits until the oldest run leaves the window (T > its ts + window) see exactly what this one
+     * saw (no observation arrives between requests), so they would set the same rates: count
+     * them without doing them. Without this a tiny refit over a long trace would loop for hours. */
+    int64_t same_until = now;
+    if (w->n_runs > 0) {
+      int64_t head_ts = w->runs[w->head_run].ts;
+      int64_t leaves = head_ts > INT64_MAX - w->window_ns ? INT64_MAX : head_ts + w->window_ns;
+      if (leaves < same_until) same_until = leaves;
+    }
     uint64_t steps = 1;
-    if (w->n_runs == 0) { /* nothing left in the window: the fits up to now change nothing */
-      steps = ((uint64_t)now - (uint64_t)w->next_fit) / (uint64_t)w->refit_ns + 1;
+    if (same_until > w->next_fit) {
+      steps += ((uint64_t)same_until - (uint64_t)w->next_fit) / (uint64_t)w->refit_ns;
       w->fits += steps - 1;
     }
     if (steps > (uint64_t)INT64_MAX / (uint64_t)w->refit_ns ||

@@ -1,5 +1,7 @@
 /* lh_sim.c - the fixed-capacity simulator: key map, slots, lookup and reverse commit (see
- * lh_policy.h); the policy behind lh_policy_ops.h decides only the victims. */
+ * lh_policy.h); the policy behind lh_policy_ops.h decides only the victims. Also the eviction
+ * evidence: the per-second peak of evictions, and (LH_SIM_MISS_EVIDENCE) every evicted key's
+ * latest eviction time, read by the lookup of a missing request. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,8 +27,24 @@ struct lh_sim {
   int record;
   int64_t *ev_keys, *ev_reqs;
   size_t n_ev, cap_ev_keys, cap_ev_reqs;
+  /* LH_SIM_MISS_EVIDENCE: evicted key -> index into ghost_ts, the time of its latest eviction;
+   * entries are never removed (a re-inserted key that misses again was evicted again since) */
+  int evidence;
+  lh_keymap ghosts;
+  int64_t *ghost_ts;
+  size_t n_ghosts, cap_ghost_ts;
+  /* evictions in the aligned second of the current request */
+  int64_t second;
+  uint64_t second_evictions;
   lh_sim_stats stats;
 };
+
+#define NS_PER_S 1000000000LL
+
+static int64_t floor_second(int64_t ns) {
+  int64_t s = ns / NS_PER_S;
+  return ns % NS_PER_S < 0 ? s - 1 : s;
+}
 
 static const lh_policy_ops *policy_ops(int policy) {
   switch (policy) {
@@ -39,11 +57,14 @@ static const lh_policy_ops *policy_ops(int policy) {
   }
 }
 
-int lh_sim_create(lh_sim **out, int policy, uint64_t capacity_blocks, const lh_wa_params *wa,
-                  int record_evictions, char *err, size_t errlen) {
+int lh_sim_create(lh_sim **out, int policy, uint64_t capacity_blocks, const lh_wa_params *wa, int flags,
+                  char *err, size_t errlen) {
   *out = NULL;
   const lh_policy_ops *ops = policy_ops(policy);
   if (ops == NULL) return lh_fail(err, errlen, LH_EINVAL, "unknown eviction policy code %d", policy);
+  if ((flags & ~(LH_SIM_RECORD_EVICTIONS | LH_SIM_MISS_EVIDENCE)) != 0) {
+    return lh_fail(err, errlen, LH_EINVAL, "unknown simulator flags %d", flags);
+  }
   if (policy == LH_POLICY_WA && wa == NULL) return lh_fail(err, errlen, LH_EINVAL, "the wa policy needs its parameters");
   lh_sim *s = calloc(1, sizeof *s);
   if (s == NULL) return lh_fail(err, errlen, LH_ENOMEM, "out of memory creating a policy simulator");
@@ -54,7 +75,8 @@ int lh_sim_create(lh_sim **out, int policy, uint64_t capacity_blocks, const lh_w
   }
   s->ops = ops;
   s->capacity = capacity_blocks;
-  s->record = record_evictions != 0;
+  s->record = (flags & LH_SIM_RECORD_EVICTIONS) != 0;
+  s->evidence = (flags & LH_SIM_MISS_EVIDENCE) != 0;
   *out = s;
   return LH_OK;
 }
@@ -67,6 +89,8 @@ void lh_sim_destroy(lh_sim *s) {
   free(s->found);
   free(s->ev_keys);
   free(s->ev_reqs);
+  lh_keymap_free(&s->ghosts);
+  free(s->ghost_ts);
   free(s);
 }
 
@@ -91,17 +115,67 @@ static int reserve_request(lh_sim *s, const int64_t *keys, size_t n, int32_t cat
   if ((uint64_t)s->n_slots + add > MAX_TRACKED) {
     return lh_fail(err, errlen, LH_ERANGE, "more than %llu resident blocks", (unsigned long long)MAX_TRACKED);
   }
+  if (s->evidence && (uint64_t)s->n_ghosts + n > MAX_TRACKED) { /* a request evicts at most n keys */
+    return lh_fail(err, errlen, LH_ERANGE, "more than %llu distinct evicted keys", (unsigned long long)MAX_TRACKED);
+  }
   if (lh_keymap_reserve(&s->map, add) != 0 || lh_policy_grow((void **)&s->slots, &s->cap_slots, s->n_slots + add, sizeof(lh_slot)) != 0 ||
       lh_policy_grow((void **)&s->found, &s->cap_found, n, sizeof(uint32_t)) != 0 ||
       (s->record && (lh_policy_grow((void **)&s->ev_keys, &s->cap_ev_keys, s->n_ev + n, sizeof(int64_t)) != 0 ||
                      lh_policy_grow((void **)&s->ev_reqs, &s->cap_ev_reqs, s->n_ev + n, sizeof(int64_t)) != 0)) ||
-      s->ops->reserve(s->policy, s->n_slots + add, keys, n, cat) != 0) {
+      (s->evidence && (lh_keymap_reserve(&s->ghosts, n) != 0 ||
+                       lh_policy_grow((void **)&s->ghost_ts, &s->cap_ghost_ts, s->n_ghosts + n, sizeof(int64_t)) != 0))) {
     return lh_fail(err, errlen, LH_ENOMEM, "out of memory in the policy simulator");
   }
+  int rc = s->ops->reserve(s->policy, s->n_slots + add, keys, n, cat);
+  if (rc == -2) return lh_fail(err, errlen, LH_ERANGE, "the %s policy would track more than 2^32 - 2 keys", s->ops->name);
+  if (rc != 0) return lh_fail(err, errlen, LH_ENOMEM, "out of memory in the %s policy", s->ops->name);
   return LH_OK;
 }
 
-static int64_t run_request(lh_sim *s, const int64_t *keys, size_t n, int64_t now, int32_t cat, int64_t r) {
+/* Counts an eviction of key at `now` (the current request's time): the per-second peak, and the
+ * key's latest eviction time when evidence is kept. Cannot fail after reserve_request. */
+static void note_eviction(lh_sim *s, int64_t key, int64_t now) {
+  if (++s->second_evictions > s->stats.peak_evictions_per_s) {
+    s->stats.peak_evictions_per_s = s->second_evictions;
+    s->stats.peak_second = s->second;
+  }
+  if (!s->evidence) return;
+  uint32_t g = lh_keymap_get(&s->ghosts, key);
+  if (g == LH_NIL) {
+    g = (uint32_t)s->n_ghosts++;
+    lh_keymap_put(&s->ghosts, key, g);
+  }
+  s->ghost_ts[g] = now;
+}
+
+/* The miss evidence of a request whose lookup found `hits` of its n keys (see lh_policy.h). */
+static void classify_miss(const lh_sim *s, const int64_t *keys, size_t n, size_t hits, int32_t *outcome,
+                          int64_t *miss_key, int64_t *evicted_at) {
+  *miss_key = 0;
+  *evicted_at = 0;
+  if (hits == n) {
+    *outcome = LH_SIM_FULL_HIT;
+    return;
+  }
+  *miss_key = keys[hits];
+  uint32_t g = lh_keymap_get(&s->ghosts, keys[hits]);
+  if (g == LH_NIL) {
+    *outcome = LH_SIM_MISS_NO_MATCH;
+  } else {
+    *outcome = LH_SIM_MISS_EVICTED;
+    *evicted_at = s->ghost_ts[g];
+  }
+}
+
+/* Optional per-request outputs of a batch (all NULL, or all set). */
+typedef struct miss_out {
+  int32_t *outcome;
+  int64_t *key;
+  int64_t *evicted_at;
+} miss_out;
+
+static int64_t run_request(lh_sim *s, const int64_t *keys, size_t n, int64_t now, int32_t cat, int64_t r,
+                           const miss_out *out) {
   s->ops->begin_request(s->policy, keys, n, now, cat);
   for (size_t j = 0; j < n; j++) lh_keymap_prefetch(&s->map, keys[j]);
   size_t hits = 0;
@@ -109,6 +183,12 @@ static int64_t run_request(lh_sim *s, const int64_t *keys, size_t n, int64_t now
     uint32_t slot = lh_keymap_get(&s->map, keys[hits]);
     if (slot == LH_NIL) break;
     s->found[hits++] = slot;
+  }
+  if (out != NULL) classify_miss(s, keys, n, hits, &out->outcome[r], &out->key[r], &out->evicted_at[r]);
+  int64_t second = floor_second(now);
+  if (second != s->second) {
+    s->second = second;
+    s->second_evictions = 0;
   }
   lh_access a = {now, cat, 0};
   for (size_t j = n; j-- > 0;) {
@@ -132,6 +212,7 @@ static int64_t run_request(lh_sim *s, const int64_t *keys, size_t n, int64_t now
         s->ev_keys[s->n_ev] = s->slots[slot].key;
         s->ev_reqs[s->n_ev++] = r;
       }
+      note_eviction(s, s->slots[slot].key, now);
       s->stats.evictions++;
     } else {
       slot = (uint32_t)s->n_slots++;
@@ -151,9 +232,9 @@ static int64_t run_request(lh_sim *s, const int64_t *keys, size_t n, int64_t now
   return (int64_t)hits;
 }
 
-int lh_sim_process_batch(lh_sim *s, const int64_t *keys, const int64_t *offsets, const int64_t *timestamps,
-                         const int32_t *categories, size_t n_req, int64_t *hits, size_t *n_done, char *err,
-                         size_t errlen) {
+static int process(lh_sim *s, const int64_t *keys, const int64_t *offsets, const int64_t *timestamps,
+                   const int32_t *categories, size_t n_req, int64_t *hits, const miss_out *out, size_t *n_done,
+                   char *err, size_t errlen) {
   *n_done = 0;
   s->n_ev = 0;
   for (size_t r = 0; r < n_req; r++) {
@@ -182,10 +263,28 @@ int lh_sim_process_batch(lh_sim *s, const int64_t *keys, const int64_t *offsets,
     }
     s->started = 1;
     s->last_ts = now;
-    hits[r] = run_request(s, keys + lo, n, now, cat, (int64_t)r);
+    hits[r] = run_request(s, keys + lo, n, now, cat, (int64_t)r, out);
   }
   *n_done = n_req;
   return LH_OK;
+}
+
+int lh_sim_process_batch(lh_sim *s, const int64_t *keys, const int64_t *offsets, const int64_t *timestamps,
+                         const int32_t *categories, size_t n_req, int64_t *hits, size_t *n_done, char *err,
+                         size_t errlen) {
+  return process(s, keys, offsets, timestamps, categories, n_req, hits, NULL, n_done, err, errlen);
+}
+
+int lh_sim_process_batch_misses(lh_sim *s, const int64_t *keys, const int64_t *offsets, const int64_t *timestamps,
+                                const int32_t *categories, size_t n_req, int64_t *hits, int32_t *outcome,
+                                int64_t *miss_key, int64_t *evicted_at, size_t *n_done, char *err, size_t errlen) {
+  if (!s->evidence) {
+    *n_done = 0;
+    s->n_ev = 0;
+    return lh_fail(err, errlen, LH_EINVAL, "miss evidence needs a simulator created with LH_SIM_MISS_EVIDENCE");
+  }
+  miss_out out = {outcome, miss_key, evicted_at};
+  return process(s, keys, offsets, timestamps, categories, n_req, hits, &out, n_done, err, errlen);
 }
 
 size_t lh_sim_evictions(const lh_sim *s, const int64_t **keys, const int64_t **requests) {
@@ -197,8 +296,11 @@ size_t lh_sim_evictions(const lh_sim *s, const int64_t **keys, const int64_t **r
 void lh_sim_get_stats(const lh_sim *s, lh_sim_stats *stats) {
   *stats = s->stats;
   stats->resident = s->n_slots;
+  stats->evicted_keys = s->n_ghosts;
   stats->memory_bytes = sizeof *s + lh_keymap_memory(&s->map) + s->cap_slots * sizeof(lh_slot) +
-                        s->cap_found * sizeof(uint32_t) + (s->cap_ev_keys + s->cap_ev_reqs) * sizeof(int64_t) + s->ops->memory(s->policy);
+                        s->cap_found * sizeof(uint32_t) + (s->cap_ev_keys + s->cap_ev_reqs) * sizeof(int64_t) +
+                        lh_keymap_memory(&s->ghosts) + s->cap_ghost_ts * sizeof(int64_t) +
+                        s->ops->memory(s->policy);
   if (s->ops->stats != NULL) s->ops->stats(s->policy, stats);
 }
 
@@ -214,6 +316,17 @@ int lh_sim_check(const lh_sim *s, char *err, size_t errlen) {
   for (size_t i = 0; i < s->n_slots; i++) {
     if (lh_keymap_get(&s->map, s->slots[i].key) != (uint32_t)i) {
       return lh_fail(err, errlen, LH_EINVAL, "slot %zu's key does not map back to it", i);
+    }
+  }
+  if (s->ghosts.count != s->n_ghosts) {
+    return lh_fail(err, errlen, LH_EINVAL, "evidence map holds %zu keys but %zu are recorded", s->ghosts.count, s->n_ghosts);
+  }
+  for (size_t i = 0; s->ghosts.count > 0 && i <= s->ghosts.mask; i++) {
+    const lh_keymap_entry *e = &s->ghosts.entries[i];
+    if (e->val == LH_NIL) continue;
+    if (e->val >= s->n_ghosts || s->ghost_ts[e->val] > s->last_ts) {
+      return lh_fail(err, errlen, LH_EINVAL, "evicted key %lld has no eviction time or one in the future",
+                     (long long)e->key);
     }
   }
   if (s->ops->check != NULL) return s->ops->check(s->policy, s->slots, s->n_slots, err, errlen);

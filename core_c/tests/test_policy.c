@@ -3,7 +3,9 @@
  *
  * Golden hits on small hand-made traces (one per policy, the victim explained), the invariants
  * of every policy after every request of random traces, and the LRU simulator against the lane
- * core's facts projected at the same capacity (two independent implementations of exact LRU). */
+ * core's facts projected at the same capacity (two independent implementations of exact LRU).
+ * The miss evidence (lh_sim_process_batch_misses) and the peak eviction second: golden values on
+ * a hand-made trace, and every request of random traces against the eviction log. */
 #include "lh_test.h"
 #include "litehit.h"
 
@@ -139,10 +141,119 @@ static void test_random(int contract) {
   free(keys), free(offsets), free(ts), free(hits), free(cats), free(segs), free(seg_offsets);
 }
 
+#define S 1000000000LL
+
+static void test_evidence_golden(void) {
+  /* capacity 2, LRU, one batch (see tests/test_window.py for the walk-through):
+   *   0 s [1,2] no_match 1 | 10 s [3] no_match 3, evicts 2 @10 | 25 s [1,2] hit 1, evicted 2 (@10),
+   *   evicts 1 and 3 @25 | 26 s [3] evicted 3 (@25), evicts 2 @26 | 100 s [2] evicted 2 (@26) */
+  int64_t keys[] = {1, 2, 3, 1, 2, 3, 2}, offsets[] = {0, 2, 3, 5, 6, 7};
+  int64_t ts[] = {0, 10 * S, 25 * S, 26 * S, 100 * S}, hits[5], miss_key[5], at[5];
+  int32_t cats[5] = {0}, outcome[5];
+  const int32_t want_outcome[] = {LH_SIM_MISS_NO_MATCH, LH_SIM_MISS_NO_MATCH, LH_SIM_MISS_EVICTED, LH_SIM_MISS_EVICTED,
+                                  LH_SIM_MISS_EVICTED};
+  const int64_t want_hits[] = {0, 0, 1, 0, 0}, want_key[] = {1, 3, 2, 3, 2}, want_at[] = {0, 0, 10 * S, 25 * S, 26 * S};
+  lh_sim *s = NULL;
+  char err[LH_ERR_LEN];
+  size_t done = 0;
+  CHECK(lh_sim_create(&s, LH_POLICY_LRU, 2, NULL, LH_SIM_RECORD_EVICTIONS | LH_SIM_MISS_EVIDENCE, err, sizeof err) == LH_OK);
+  CHECK(lh_sim_process_batch_misses(s, keys, offsets, ts, cats, 5, hits, outcome, miss_key, at, &done, err, sizeof err) ==
+        LH_OK);
+  CHECK(done == 5 && lh_sim_check(s, err, sizeof err) == LH_OK);
+  CHECK(memcmp(hits, want_hits, sizeof hits) == 0 && memcmp(outcome, want_outcome, sizeof outcome) == 0);
+  CHECK(memcmp(miss_key, want_key, sizeof miss_key) == 0 && memcmp(at, want_at, sizeof at) == 0);
+  lh_sim_stats st;
+  lh_sim_get_stats(s, &st);
+  CHECK(st.evictions == 5 && st.peak_evictions_per_s == 2 && st.peak_second == 25 && st.evicted_keys == 3);
+  /* a full hit: [2] is resident after the last request */
+  int64_t again[] = {2}, one[] = {0, 1}, later = 101 * S;
+  CHECK(lh_sim_process_batch_misses(s, again, one, &later, cats, 1, hits, outcome, miss_key, at, &done, err, sizeof err) ==
+        LH_OK);
+  CHECK(hits[0] == 1 && outcome[0] == LH_SIM_FULL_HIT && miss_key[0] == 0 && at[0] == 0);
+  lh_sim_destroy(s);
+}
+
+static void test_evidence_errors(void) {
+  lh_sim *s = NULL;
+  char err[LH_ERR_LEN];
+  CHECK(lh_sim_create(&s, LH_POLICY_LRU, 1, NULL, 4, err, sizeof err) == LH_EINVAL && s == NULL);
+  CHECK(lh_sim_create(&s, LH_POLICY_LRU, 1, NULL, 0, err, sizeof err) == LH_OK);
+  int64_t keys[] = {1}, offsets[] = {0, 1}, ts[] = {0}, hits[1], key[1], at[1];
+  int32_t cats[] = {0}, outcome[1];
+  size_t done = 9;
+  CHECK(lh_sim_process_batch_misses(s, keys, offsets, ts, cats, 1, hits, outcome, key, at, &done, err, sizeof err) ==
+        LH_EINVAL);
+  CHECK(done == 0 && strstr(err, "LH_SIM_MISS_EVIDENCE") != NULL);
+  lh_sim_stats st;
+  lh_sim_get_stats(s, &st);
+  CHECK(st.requests == 0 && st.evicted_keys == 0);
+  lh_sim_destroy(s);
+}
+
+/* Random requests one per call, times from -20 s on (negative seconds floor down), checked
+ * against the eviction log: the latest logged eviction of the first uncached key, and the most
+ * evictions in one floor(t / 1e9) second. */
+static void test_evidence_random(void) {
+  enum { N = 2500 };
+  int64_t *log_keys = malloc(8 * N * sizeof *log_keys), *log_ts = malloc(8 * N * sizeof *log_ts);
+  for (int policy = LH_POLICY_LRU; policy <= LH_POLICY_WA; policy++) {
+    for (uint64_t capacity = 1; capacity <= 16; capacity *= 4) {
+      lh_sim *s = NULL;
+      char err[LH_ERR_LEN];
+      CHECK(lh_sim_create(&s, policy, capacity, &WA, LH_SIM_RECORD_EVICTIONS | LH_SIM_MISS_EVIDENCE, err, sizeof err) ==
+            LH_OK);
+      size_t n_log = 0, evicted = 0, seen[3] = {0, 0, 0};
+      int64_t now = -20 * S - 1, second = 0, peak_second = 0;
+      uint64_t in_second = 0, peak = 0;
+      for (size_t r = 0; r < N; r++) {
+        int64_t keys[8], offsets[2] = {0, (int64_t)(rnd() % 6)}, hits, key, at;
+        int32_t cat = (int32_t)(rnd() % 3), outcome;
+        for (int64_t j = 0; j < offsets[1]; j++) keys[j] = (int64_t)(rnd() % 40);
+        now += (int64_t)(rnd() % 4) * (S / 3);
+        size_t done = 0;
+        CHECK(lh_sim_process_batch_misses(s, keys, offsets, &now, &cat, 1, &hits, &outcome, &key, &at, &done, err,
+                                          sizeof err) == LH_OK);
+        int64_t want_at = 0;
+        int found = 0;
+        for (size_t e = n_log; hits < offsets[1] && e-- > 0;) {
+          if (log_keys[e] == keys[hits]) {
+            want_at = log_ts[e];
+            found = 1;
+            break;
+          }
+        }
+        int32_t want = hits == offsets[1] ? LH_SIM_FULL_HIT : found ? LH_SIM_MISS_EVICTED : LH_SIM_MISS_NO_MATCH;
+        CHECK(outcome == want && at == want_at && key == (hits < offsets[1] ? keys[hits] : 0));
+        seen[want]++;
+        const int64_t *ev_keys, *ev_reqs;
+        size_t n_ev = lh_sim_evictions(s, &ev_keys, &ev_reqs);
+        int64_t sec = now >= 0 ? now / S : -((-now + S - 1) / S);
+        if (n_ev > 0 && sec != second) second = sec, in_second = 0;
+        for (size_t e = 0; e < n_ev; e++) {
+          log_keys[n_log] = ev_keys[e];
+          log_ts[n_log++] = now;
+          if (++in_second > peak) peak = in_second, peak_second = second;
+        }
+        evicted += n_ev;
+      }
+      CHECK(lh_sim_check(s, err, sizeof err) == LH_OK);
+      lh_sim_stats st;
+      lh_sim_get_stats(s, &st);
+      CHECK(st.evictions == evicted && st.peak_evictions_per_s == peak && st.peak_second == peak_second);
+      CHECK(seen[LH_SIM_FULL_HIT] > 0 && seen[LH_SIM_MISS_EVICTED] > 0 && seen[LH_SIM_MISS_NO_MATCH] > 0);
+      lh_sim_destroy(s);
+    }
+  }
+  free(log_keys), free(log_ts);
+}
+
 int main(void) {
   test_golden();
   test_errors();
   test_random(1);
   test_random(0);
+  test_evidence_golden();
+  test_evidence_errors();
+  test_evidence_random();
   return finish("policy simulator");
 }

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from litehit.cli import analysis, demo, jobs, migrate, policies, query, replay
+from litehit.cli import analysis, demo, jobs, migrate, policies, query, replay, window
 from litehit.errors import LiteHitError
 
 __all__ = ["main"]
@@ -21,6 +21,7 @@ def build_parser() -> argparse.ArgumentParser:
     query.add_parser(sub)
     analysis.add_parsers(sub)
     policies.add_parser(sub)
+    window.add_parser(sub)
     demo.add_parser(sub)
     jobs.add_parser(sub)
     migrate.add_parser(sub)

@@ -6,16 +6,37 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 import core_c
+from core_c.policy import MAX_CATEGORIES
 from litehit.capacity import capacity_blocks
-from litehit.errors import ReplayError
+from litehit.errors import ConfigError, ConfigIssue, ReplayError
 from litehit.policies.options import SweepOptions
 from litehit.policies.result import LruCheck, PolicyResult, WaLane
 from litehit.replay.lanes import LaneRunner
 from litehit.replay.plan import LaneSpec, LaneWork
 
-__all__ = ["LruComparison", "PolicyRun", "RunKey"]
+__all__ = ["LruComparison", "PolicyRun", "RunKey", "sim_categories"]
+
+
+def sim_categories(policy: str, work: LaneWork) -> npt.NDArray[np.int32] | None:
+    """The categories a simulator needs: only WA looks at them (the others get None: one
+    category), and WA keeps one list per category, at most core_c.policy.MAX_CATEGORIES."""
+    if policy != "wa":
+        return None
+    if len(work.categories) and int(work.categories.max()) >= MAX_CATEGORIES:
+        raise ConfigError(
+            [
+                ConfigIssue(
+                    "policies",
+                    "wa",
+                    f"the wa policy handles at most {MAX_CATEGORIES:,} request categories and this trace has more "
+                    "(standard rows: the category field; qwen rows: type x turn bucket)",
+                )
+            ]
+        )
+    return work.categories
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +67,8 @@ class PolicyRun:
 
     def feed(self, work: LaneWork) -> None:
         """Simulates the next chunk of the lane's requests."""
-        self.last_hits = self.sim.process_batch(work.keys, work.offsets, work.timestamps, work.categories)
+        cats = sim_categories(self.key.policy, work)
+        self.last_hits = self.sim.process_batch(work.keys, work.offsets, work.timestamps, cats)
         self.requests += work.requests
         self.hit_blocks += int(self.last_hits.sum())
         self.input_tokens += int(work.input_lens.sum())

@@ -97,7 +97,7 @@ class TraceChunks:
             ):
                 for parsed in scanned:
                     if self.should_stop is not None and self.should_stop():
-                        raise ReplayCancelled("replay cancelled; no facts published")
+                        raise ReplayCancelled("cancelled; nothing was published")
                     chunk = plan_chunk(self.plan, parsed, prev_ts)
                     yield chunk
                     prev_ts = chunk.last_timestamp

@@ -17,8 +17,9 @@ import contextlib
 import json
 import os
 import time
+import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -67,7 +68,7 @@ class ParseManifest:
     lane_requests: list[int]
     lane_blocks: list[int]
     parse_s: float
-    categories: list[str]  # names of the category ids in the lane files, in id order
+    categories: list[str] = field(default_factory=list)  # names of the lane files' category ids, in id order
 
 
 def _write_arrays(f: BinaryIO, *arrays: Any) -> None:
@@ -81,8 +82,11 @@ def _read_arrays(f: BinaryIO, n: int) -> list[Any]:
 
 @contextlib.contextmanager
 def _atomic_files(paths: list[Path]) -> Iterator[list[BinaryIO]]:
-    """Opens NAME.tmp for each path; renames them all into place only if the block succeeds."""
-    tmps = [p.with_name(p.name + ".tmp") for p in paths]
+    """Opens a temporary file per path (unique to this writer, so a second worker redoing the
+    same stage never truncates the first one's file); renames them all into place only if the
+    block succeeds."""
+    tag = uuid.uuid4().hex[:12]
+    tmps = [p.with_name(f"{p.name}.{tag}.tmp") for p in paths]
     files: list[BinaryIO] = [t.open("wb") for t in tmps]
     try:
         yield files
@@ -190,7 +194,7 @@ def lane_stage(
         with lane_input(workdir, lane).open("rb") as src, _atomic_files([lane_output(workdir, lane)]) as (dst,):
             for _ in range(manifest.chunks):
                 if should_stop is not None and should_stop():
-                    raise ReplayCancelled("replay cancelled; no facts published")
+                    raise ReplayCancelled("cancelled; nothing was published")
                 facts = runner.run(read_lane_work(src))
                 _write_arrays(dst, facts.segments, facts.seg_offsets, facts.cuts)
                 if on_progress is not None:

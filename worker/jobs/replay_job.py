@@ -25,6 +25,7 @@ from worker.jobs.state import (
     PartClaim,
     claim_job_stage,
     claim_part,
+    claimed_attempt,
     error_text,
     fail_job,
     fail_job_from,
@@ -76,6 +77,7 @@ def run_lane(session: Session, settings: Settings, job_id: str, lane: int, enque
         return claim
     if claim != PartClaim.CLAIMED:
         return claim
+    attempt = claimed_attempt(session, LaneRun, job_id, lane)
     job = session.get(Job, job_id)
     assert job is not None
     throttle = Throttle(settings.heartbeat_s)
@@ -83,7 +85,7 @@ def run_lane(session: Session, settings: Settings, job_id: str, lane: int, enque
 
     def progress(requests: int, blocks: int) -> None:
         if throttle.due():
-            heartbeat_part(session, LaneRun, job_id, lane, requests=requests, blocks=blocks)
+            heartbeat_part(session, LaneRun, job_id, lane, attempt, requests=requests, blocks=blocks)
 
     def should_stop() -> bool:
         return stop_throttle.due() and job_should_stop(session, job_id)
@@ -100,25 +102,28 @@ def run_lane(session: Session, settings: Settings, job_id: str, lane: int, enque
         raise
     except Exception as exc:
         name = next((r.instance_id for r in job.lanes if r.lane == lane), str(lane))
-        finish_part(session, LaneRun, job_id, lane, LaneState.FAILED, error=str(exc))
+        if not finish_part(session, LaneRun, job_id, lane, attempt, LaneState.FAILED, error=str(exc)):
+            return "superseded"  # another worker took the lane over: its outcome counts
         if isinstance(exc, ReplayCancelled):
             fail_job_from(session, storage, job_id, exc)
         else:
             if fail_job(session, job_id, f"lane {name}: {error_text(exc)}"):
                 storage.remove_work(job_id)
         return "failed"
-    finish_part(
+    if not finish_part(
         session,
         LaneRun,
         job_id,
         lane,
+        attempt,
         LaneState.SUCCEEDED,
         requests=stats.requests,
         blocks=stats.blocks,
         unique_blocks=stats.unique_blocks,
         memory_bytes=stats.memory_bytes,
         expired_blocks=stats.expired_blocks,
-    )
+    ):
+        return "superseded"
     if try_start_merge(session, LaneRun, job_id):
         enqueue(MERGE_TASK, job_id)
     return "succeeded"

@@ -20,6 +20,7 @@ __all__ = [
     "PartClaim",
     "claim_job_stage",
     "claim_part",
+    "claimed_attempt",
     "fail_job",
     "fail_job_from",
     "finish_part",
@@ -166,20 +167,40 @@ def claim_part(
     return PartClaim.BUSY
 
 
-def heartbeat_part(session: Session, model: Part, job_id: str, index: int, **values: Any) -> None:
-    session.execute(
-        update(model).where(model.job_id == job_id, _key(model) == index).values(heartbeat_at=utcnow(), **values)
-    )
-    session.commit()
+def claimed_attempt(session: Session, model: Part, job_id: str, index: int) -> int:
+    """The attempt number this process holds after a CLAIMED claim_part: its fence. A worker
+    whose part was taken over (stale heartbeat) no longer matches it and can write nothing."""
+    attempts = session.scalar(select(model.attempts).where(model.job_id == job_id, _key(model) == index))
+    session.rollback()  # end the read transaction
+    assert attempts is not None
+    return int(attempts)
 
 
-def finish_part(session: Session, model: Part, job_id: str, index: int, state: LaneState, **values: Any) -> None:
-    session.execute(
+def heartbeat_part(session: Session, model: Part, job_id: str, index: int, attempt: int, **values: Any) -> bool:
+    """Records progress of the holder of `attempt`; False when another worker took the part over."""
+    result = session.execute(
         update(model)
-        .where(model.job_id == job_id, _key(model) == index)
-        .values(state=state, finished_at=utcnow(), heartbeat_at=utcnow(), **values)
+        .where(model.job_id == job_id, _key(model) == index, model.attempts == attempt)
+        .values(heartbeat_at=utcnow(), **values)
+        .execution_options(synchronize_session=False)
     )
     session.commit()
+    return bool(result.rowcount == 1)  # type: ignore[attr-defined]
+
+
+def finish_part(
+    session: Session, model: Part, job_id: str, index: int, attempt: int, state: LaneState, **values: Any
+) -> bool:
+    """Ends the part as the holder of `attempt`; False (nothing written) when another worker took
+    it over, so a late worker never overwrites the outcome of the one that replaced it."""
+    result = session.execute(
+        update(model)
+        .where(model.job_id == job_id, _key(model) == index, model.attempts == attempt)
+        .values(state=state, finished_at=utcnow(), heartbeat_at=utcnow(), **values)
+        .execution_options(synchronize_session=False)
+    )
+    session.commit()
+    return bool(result.rowcount == 1)  # type: ignore[attr-defined]
 
 
 def try_start_merge(session: Session, model: Part, job_id: str) -> bool:

@@ -33,6 +33,7 @@ from worker.jobs.state import (
     PartClaim,
     claim_job_stage,
     claim_part,
+    claimed_attempt,
     error_text,
     fail_job,
     fail_job_from,
@@ -109,6 +110,7 @@ def run_sweep_run(session: Session, settings: Settings, job_id: str, run: int, e
         return claim
     if claim != PartClaim.CLAIMED:
         return claim
+    attempt = claimed_attempt(session, SweepRun, job_id, run)
     job, row = session.get(Job, job_id), session.get(SweepRun, (job_id, run))
     assert job is not None and row is not None
     name = f"{row.policy} at {row.capacity_gb:g} GiB on lane {row.instance_id}"
@@ -124,12 +126,12 @@ def run_sweep_run(session: Session, settings: Settings, job_id: str, run: int, e
         try:
             for chunk in iter_lane_work(work, row.lane, chunks):
                 if stop_throttle.due() and job_should_stop(session, job_id):
-                    raise ReplayCancelled("sweep cancelled; nothing published")
+                    raise ReplayCancelled("policy sweep cancelled; nothing published")
                 sim.feed(chunk)
                 if check is not None:
                     check.check(chunk)
                 if throttle.due():
-                    heartbeat_part(session, SweepRun, job_id, run, requests=sim.requests)
+                    heartbeat_part(session, SweepRun, job_id, run, attempt, requests=sim.requests)
             result = sim.result()
             details: dict[str, object] = {}
             if row.policy == "wa":
@@ -143,17 +145,19 @@ def run_sweep_run(session: Session, settings: Settings, job_id: str, run: int, e
     except TRANSIENT:
         raise
     except Exception as exc:
-        finish_part(session, SweepRun, job_id, run, LaneState.FAILED, error=error_text(exc))
+        if not finish_part(session, SweepRun, job_id, run, attempt, LaneState.FAILED, error=error_text(exc)):
+            return "superseded"  # another worker took the simulation over: its outcome counts
         if isinstance(exc, ReplayCancelled):
             fail_job_from(session, storage, job_id, exc)
         elif fail_job(session, job_id, f"{name}: {error_text(exc)}"):
             storage.remove_work(job_id)
         return "failed"
-    finish_part(
+    if not finish_part(
         session,
         SweepRun,
         job_id,
         run,
+        attempt,
         LaneState.SUCCEEDED,
         requests=result.requests,
         hit_blocks=result.hit_blocks,
@@ -162,7 +166,8 @@ def run_sweep_run(session: Session, settings: Settings, job_id: str, run: int, e
         hit_ratio=result.hit_ratio,
         evictions=result.evictions,
         details=details,
-    )
+    ):
+        return "superseded"
     if try_start_merge(session, SweepRun, job_id):
         enqueue(SWEEP_MERGE_TASK, job_id)
     return "succeeded"

@@ -1,0 +1,173 @@
+"""``litehit window``: size an eviction-attribution window from a replay at one capacity, or
+(``--estimate``) compute the memory estimate alone."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from litehit.cli.outputs import check_plot_flag, publish_bytes
+from litehit.cli.trace_input import add_trace_arguments, spec_from_args
+from litehit.errors import ConfigError, ConfigIssue
+
+if TYPE_CHECKING:
+    from litehit.window.result import DelayStats, LaneWindow, MissReport, WindowResult, WindowSettings
+
+__all__ = ["add_parser", "print_window"]
+
+_TRACE_ONLY = ("capacity_gb", "output", "plot")
+_ESTIMATE_ONLY = ("evictions_per_s", "window_s")
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "window",
+        help="size an eviction-attribution window (evicted vs no_match misses) from a replay",
+        description=(
+            "Simulate every lane at one capacity under one eviction policy (same inputs, lanes,\n"
+            "routing and re-blocking as `litehit replay`; no TTL). Every request with fewer hits\n"
+            "than complete blocks is a miss of its first uncached block: `evicted` (delay = request\n"
+            "time - that key's latest eviction) or `no_match`. Reports the delay quantiles, the\n"
+            "coverage of evicted misses by window length, the smallest window W reaching\n"
+            "--coverage, its ring of --bucket-seconds buckets, the peak eviction rate E (most\n"
+            "evictions in one aligned second) and the memory E x W x S / L, per lane, per request\n"
+            "category and over all lanes.\n\n"
+            "  litehit window TRACE|CONFIG.json --capacity-gb C [--policy lru] [--coverage 0.99]\n"
+            "      [--entry-bytes 24] [--load-factor 0.8] [--bucket-seconds 10] [-o window.json]\n"
+            "      [--plot window.png]\n"
+            "  litehit window --estimate --evictions-per-s E --window-s W [--entry-bytes S]\n"
+            "      [--load-factor L]"
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_trace_arguments(p)
+    source = next(a for a in p._actions if a.dest == "source")
+    source.nargs, source.required = "?", False  # --estimate needs no trace
+    p.add_argument("--capacity-gb", metavar="GB", help="cache capacity in binary GiB (> 0)")
+    p.add_argument("--policy", default="lru", help="eviction policy: lru, fifo, lfu, gdfs or wa (default lru)")
+    p.add_argument("--coverage", default="0.99", help="target share of evicted misses, in (0, 1] (default 0.99)")
+    p.add_argument("--entry-bytes", default="24", help="S: bytes per retained entry (default 24)")
+    p.add_argument("--load-factor", default="0.8", help="L: hash-table load factor, in (0, 1] (default 0.8)")
+    p.add_argument("--bucket-seconds", default="10", help="ring bucket width in seconds (default 10)")
+    p.add_argument("-o", "--output", type=Path, help="write window.json here (atomically)")
+    p.add_argument("--plot", type=Path, help="draw coverage over window length (.png or .svg)")
+    p.add_argument("--estimate", action="store_true", help="print E x W x S / L for the given E and W only")
+    p.add_argument("--evictions-per-s", help="E for --estimate")
+    p.add_argument("--window-s", help="W in seconds for --estimate")
+    p.set_defaults(func=_run)
+
+
+def _flag(field: str) -> str:
+    return "--" + field.replace("_", "-")
+
+
+def _flagged(exc: ConfigError) -> ConfigError:
+    """The options' field paths as the flags the user typed."""
+    return ConfigError([ConfigIssue(_flag(i.path) if i.path else i.path, i.value, i.message) for i in exc.issues])
+
+
+def _refuse(args: argparse.Namespace, names: tuple[str, ...], why: str) -> None:
+    given = [ConfigIssue(_flag(n), getattr(args, n), why) for n in names if getattr(args, n) is not None]
+    if given:
+        raise ConfigError(given[:1])
+
+
+def _run(args: argparse.Namespace) -> int:
+    return _estimate(args) if args.estimate else _size(args)
+
+
+def _estimate(args: argparse.Namespace) -> int:
+    from litehit.window.memory import MemoryEstimate
+    from litehit.window.options import parse_estimate_options
+
+    if args.source is not None:
+        raise ConfigError([ConfigIssue("TRACE", args.source, "--estimate takes no trace")])
+    _refuse(args, _TRACE_ONLY, "only with a trace, not with --estimate")
+    for name in _ESTIMATE_ONLY:
+        if getattr(args, name) is None:
+            raise ConfigError([ConfigIssue(_flag(name), None, "required with --estimate")])
+    data = {name: getattr(args, name) for name in (*_ESTIMATE_ONLY, "entry_bytes", "load_factor")}
+    try:
+        o = parse_estimate_options(data)
+    except ConfigError as exc:
+        raise _flagged(exc) from None
+    print(MemoryEstimate(o.evictions_per_s, o.window_s, o.entry_bytes, o.load_factor).describe())
+    return 0
+
+
+def _size(args: argparse.Namespace) -> int:
+    from litehit.cli.progress import ProgressReporter
+    from litehit.window.options import parse_window_options
+    from litehit.window.sizing import run_window_sizing
+
+    if args.source is None:
+        raise ConfigError([ConfigIssue("TRACE", None, "a trace or config file is required (or --estimate)")])
+    _refuse(args, _ESTIMATE_ONLY, "only with --estimate")
+    if args.capacity_gb is None:
+        raise ConfigError([ConfigIssue("--capacity-gb", None, "required with a trace")])
+    data = {n: getattr(args, n) for n in ("policy", "capacity_gb", "coverage", "entry_bytes", "load_factor")}
+    try:
+        options = parse_window_options({**data, "bucket_seconds": args.bucket_seconds})
+    except ConfigError as exc:
+        raise _flagged(exc) from None
+    check_plot_flag(args.plot)
+    spec = spec_from_args(args, ".")
+    reporter = ProgressReporter(label="window")
+    try:
+        result = run_window_sizing(spec, options, on_progress=reporter)
+    finally:
+        reporter.finish()
+    if args.output is not None:
+        publish_bytes(args.output, result.json_bytes())
+        print(f"window: {args.output}")
+    if args.plot is not None:
+        from litehit.window.plot import plot_window
+
+        print(f"plot: {plot_window(result, args.plot)}")
+    print_window(result)
+    return 0
+
+
+def _delays(d: DelayStats) -> str:
+    if not d.count:
+        return "no evicted miss"
+    return f"delay p50 {d.p50:g} s, p90 {d.p90:g} s, p99 {d.p99:g} s, p99.9 {d.p999:g} s, max {d.max:g} s"
+
+
+def _misses(report: MissReport | LaneWindow) -> str:
+    o = report.outcomes
+    return f"{report.requests:,} requests: {o.evicted:,} evicted, {o.no_match:,} no_match misses; {_delays(report.delay_s)}"
+
+
+def _lane(lane: LaneWindow, settings: WindowSettings, stream: Any) -> None:
+    from litehit.window.memory import MemoryEstimate
+
+    stream.write(
+        f"lane {lane.lane} (block {lane.block_size} tokens, {lane.block_bytes:,} B per block): {lane.policy} at "
+        f"{lane.capacity_gb:g} GiB = {lane.capacity_blocks:,} blocks, {lane.evictions:,} evictions\n"
+    )
+    stream.write(f"  {_misses(lane)}\n")
+    if lane.coverage:
+        table = ", ".join(f"{p.window_s:g} s {p.coverage:.1%}" for p in lane.coverage)
+        stream.write(f"  coverage: {table}\n")
+    stream.write(
+        f"  window for {lane.coverage_target:.4g} coverage: W = {lane.window_s:g} s; ring of {lane.buckets:,} x "
+        f"{lane.bucket_s:g} s buckets (up to {lane.extra_retention_s:g} s extra retention)\n"
+    )
+    stream.write(f"  peak evictions: E = {lane.peak_evictions_per_s:,}/s (second {lane.peak_second})\n")
+    estimate = MemoryEstimate(lane.peak_evictions_per_s, lane.window_s, settings.entry_bytes, settings.load_factor)
+    stream.write("".join(f"  {line}\n" for line in estimate.describe().splitlines()))
+    for name, report in lane.categories.items() if len(lane.categories) > 1 else ():
+        stream.write(f"  {name}: {_misses(report)}; W = {report.window_s:g} s\n")
+
+
+def print_window(result: WindowResult, stream: Any = None) -> None:
+    """The sizing, lane by lane, then over all lanes."""
+    stream = stream or sys.stdout
+    for lane in result.lanes:
+        _lane(lane, result.settings, stream)
+    if len(result.lanes) > 1:
+        o = result.overall
+        stream.write(f"all lanes: {_misses(o)}; W = {o.window_s:g} s for {result.settings.coverage_target:.4g}\n")
