@@ -21,9 +21,11 @@ DEFAULT_BYTES_PER_TOKEN = 2048  # 1 MiB per 512-token block
 _SHORTHAND = ("format", "block_size", "block_sizes", "block_bytes", "prefix_hash")
 
 
-def add_trace_arguments(p: argparse.ArgumentParser) -> None:
+def add_trace_arguments(p: argparse.ArgumentParser, *, source_required: bool = True) -> None:
     """The positional source and the shorthand options (not -o, which each command defines)."""
-    p.add_argument("source", help="an offline config JSON file, or a trace file")
+    p.add_argument(
+        "source", nargs=None if source_required else "?", help="an offline config JSON file, or a trace file"
+    )
     p.add_argument("--format", choices=[f.value for f in TraceFormat], help="trace format (default: detected)")
     p.add_argument(
         "--block-size",

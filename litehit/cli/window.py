@@ -42,9 +42,7 @@ def add_parser(sub: Any) -> None:
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    add_trace_arguments(p)
-    source = next(a for a in p._actions if a.dest == "source")
-    source.nargs, source.required = "?", False  # --estimate needs no trace
+    add_trace_arguments(p, source_required=False)  # --estimate needs no trace
     p.add_argument("--capacity-gb", metavar="GB", help="cache capacity in binary GiB (> 0)")
     p.add_argument("--policy", default="lru", help="eviction policy: lru, fifo, lfu, gdfs or wa (default lru)")
     p.add_argument("--coverage", default="0.99", help="target share of evicted misses, in (0, 1] (default 0.99)")
