@@ -15,17 +15,16 @@ by leaving the ``with`` block, or at the latest when the object is garbage colle
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from core_c._arrays import Int64Array, as_int64, ptr
 from core_c._core import ffi, lib
+from core_c._handle import CHandle
 from core_c.errors import CoreError, new_error_buffer, raise_for_status
 
 __all__ = ["CUT_COLD", "CUT_EXPIRED", "CUT_NONE", "BatchFacts", "HitCurve", "Lane", "LaneStats"]
@@ -68,7 +67,7 @@ class BatchFacts:
         return tuple((int(s), int(r)) for s, r in rows)
 
 
-class Lane:
+class Lane(CHandle):
     """A LiteHit lane core. ``ttl_ns`` = 0 is pure LRU; ``keep_expired`` remembers expired
     keys so that a cut by an expired block is never reported as cold (costs memory)."""
 
@@ -78,32 +77,7 @@ class Lane:
         err = new_error_buffer()
         flags = lib.LH_LANE_KEEP_EXPIRED if keep_expired else 0
         raise_for_status(lib.lh_lane_create(out, self.ttl_ns, flags, err, lib.LH_ERR_LEN), err)
-        self._ptr: Any = out[0]
-        self._finalizer = weakref.finalize(self, lib.lh_lane_destroy, self._ptr)
-
-    # -- lifecycle ------------------------------------------------------------------------
-
-    def close(self) -> None:
-        """Releases the C state now. Idempotent; the lane is unusable afterwards."""
-        self._finalizer()
-        self._ptr = None
-
-    @property
-    def closed(self) -> bool:
-        return self._ptr is None
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
-
-    def _handle(self) -> Any:
-        if self._ptr is None:
-            raise ValueError("operation on a closed Lane")
-        return self._ptr
+        self._own(out[0], lib.lh_lane_destroy)
 
     # -- processing -----------------------------------------------------------------------
 

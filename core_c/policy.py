@@ -18,16 +18,14 @@ stays the only producer of facts. Not thread-safe: one thread owns a simulator.
 from __future__ import annotations
 
 import math
-import weakref
 from dataclasses import dataclass
-from types import TracebackType
-from typing import Any, Self
 
 import numpy as np
 import numpy.typing as npt
 
 from core_c._arrays import Int64Array, as_int64, ptr
 from core_c._core import ffi, lib
+from core_c._handle import CHandle
 from core_c.errors import CoreError, new_error_buffer, raise_for_status
 
 __all__ = [
@@ -94,7 +92,7 @@ def _positive_seconds(name: str, value: float) -> float:
     return value
 
 
-class PolicySim:
+class PolicySim(CHandle):
     """A cache of ``capacity_blocks`` blocks under ``policy`` (one of POLICIES).
 
     WA parameters: ``wa_life_s`` (None: derived at the first fit as the p90 of the reuse times
@@ -138,26 +136,7 @@ class PolicySim:
             lib.LH_ERR_LEN,
         )
         raise_for_status(status, err)
-        self._ptr: Any = out[0]
-        self._finalizer = weakref.finalize(self, lib.lh_sim_destroy, self._ptr)
-
-    def close(self) -> None:
-        """Releases the C state now. Idempotent; the simulator is unusable afterwards."""
-        self._finalizer()
-        self._ptr = None
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
-
-    def _handle(self) -> Any:
-        if self._ptr is None:
-            raise ValueError("operation on a closed PolicySim")
-        return self._ptr
+        self._own(out[0], lib.lh_sim_destroy)
 
     def process_batch(
         self,
