@@ -27,6 +27,7 @@ from litehit.publish import make_output_dir  # noqa: E402
 __all__ = ["binary_capacity_axis", "plot_facts", "save_figure"]
 
 MAX_PANELS = 8
+MAX_AXIS_GIB = 2.0**40  # capacities asked beyond 1 ZiB are drawn at 1 ZiB (the rate is the plateau's long before)
 COLORS = {
     "hit": "#2e7d32",
     "evicted": "#f9a825",
@@ -58,14 +59,15 @@ def _grid(curves: Sequence[InstanceCurve], extra: Sequence[float]) -> np.ndarray
     highs = [c.plateau.capacity_bytes for c in curves if len(c) > 1]
     if not lows:
         return np.array([1.0])
-    lo = min(lows + [x * GIB for x in extra if x > 0]) / GIB
-    hi = max(highs + [x * GIB for x in extra if x > 0]) / GIB
+    asked = [min(x, MAX_AXIS_GIB) * GIB for x in extra if x > 0]  # past the plateau the rate is flat
+    lo = min(lows + asked) / GIB
+    hi = max(highs + asked) / GIB
     return np.geomspace(lo / 1.5, hi * 1.5, 400)
 
 
 def _rates_on(curve: InstanceCurve, grid_gib: np.ndarray) -> np.ndarray:
     den = curve.input_tokens or 1
-    return np.array([curve.hit_tokens_at(int(g * GIB)) / den for g in grid_gib])
+    return np.array([curve.hit_tokens_at(CapacitySlot(float(g)).capacity_bytes) / den for g in grid_gib])
 
 
 def plot_facts(
@@ -79,7 +81,7 @@ def plot_facts(
     out = Path(out_dir)
     make_output_dir(out)
     curves = exact_curves(facts)
-    marks = [s.capacity_gb for s in capacities if not s.infinite and s.capacity_gb > 0]
+    marks = [min(s.capacity_gb, MAX_AXIS_GIB) for s in capacities if not s.infinite and s.capacity_gb > 0]
     grid = _grid(curves, marks)
     written: list[Path] = []
 
