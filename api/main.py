@@ -19,7 +19,7 @@ from fastapi import APIRouter, Depends, FastAPI
 
 from api.deps import require_token
 from api.errors import install_error_handlers
-from api.routes import health, online, policy_sweeps, queries, replays, traces
+from api.routes import health, online, policy_sweeps, queries, replays, traces, windows
 from litehit.db.session import session_scope
 from litehit.settings import Settings, get_settings
 from litehit.storage import Storage
@@ -79,7 +79,7 @@ def create_app(settings: Settings | None = None, *, enqueue: Callable[..., None]
     app.state.enqueue = send
     install_error_handlers(app)
     v1 = APIRouter(prefix="/v1", dependencies=[Depends(require_token)])
-    for module in (traces, replays, queries, policy_sweeps, online):
+    for module in (traces, replays, queries, policy_sweeps, windows, online):
         v1.include_router(module.router)
     app.include_router(v1)
     app.include_router(health.router)

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from litehit.db.states import JobState, LaneState, Stage
 from litehit.policies.options import SweepOptions
 from litehit.spec import ReplaySpec, Text
+from litehit.window.options import WindowOptions
 
 T = TypeVar("T")
 
@@ -84,7 +85,7 @@ class LanePublic(BaseModel):
 
 class JobPublic(BaseModel):
     id: str
-    kind: Literal["replay", "query", "policy_sweep"]
+    kind: Literal["replay", "query", "policy_sweep", "window"]
     state: JobState
     stage: Stage
     source: str
@@ -140,6 +141,47 @@ class SweepRunPublic(BaseModel):
 class PolicySweepPublic(JobPublic):
     trace_id: str | None
     runs: list[SweepRunPublic]
+    links: dict[str, str]
+
+
+class WindowCreate(ReplayCreate):
+    """A replay config (as for /v1/replays: the trace by ``trace_id`` or ``trace_file_path`` in the
+    storage root; lanes with a TTL are rejected) and the sizing under ``window``."""
+
+    window: WindowOptions
+
+
+class WindowLanePublic(BaseModel):
+    """One lane simulated at the sizing's capacity; its summary once succeeded (the whole lane
+    is in window.json)."""
+
+    lane: int
+    instance_id: str
+    capacity_blocks: int
+    state: LaneState
+    requests: int
+    evictions: int
+    evicted: int = Field(description="misses whose first uncached block was evicted earlier")
+    no_match: int = Field(description="misses whose first uncached block was never evicted at this lane")
+    delay_count: int
+    delay_p50: float | None
+    delay_p90: float | None
+    delay_p99: float | None
+    delay_p999: float | None
+    delay_max: float | None
+    window_s: float | None = Field(description="W: the smallest window reaching the coverage target")
+    peak_evictions_per_s: int | None = Field(description="E: the most evictions in one aligned second")
+    memory_bytes: float | None = Field(description="E x W x entry_bytes / load_factor")
+    attempts: int
+    worker: str | None
+    error: str | None
+    started_at: datetime | None
+    finished_at: datetime | None
+
+
+class WindowPublic(JobPublic):
+    trace_id: str | None
+    lanes: list[WindowLanePublic]
     links: dict[str, str]
 
 

@@ -4,7 +4,7 @@ Layout under the storage root::
 
     uploads/<trace_id>/<file name>
     jobs/<job_id>/work/         stage files of a replay (removed when the job ends)
-    jobs/<job_id>/out/          litehit_facts.csv
+    jobs/<job_id>/out/          litehit_facts.csv; policies.json, policies.png; window.json, window.png
     jobs/<job_id>/query/        requests.jsonl, curve.json, plot.png
 """
 
@@ -16,13 +16,24 @@ from pathlib import Path, PurePosixPath
 
 from litehit.errors import StorageError
 
-__all__ = ["CURVE_FILE", "PLOT_FILE", "REQUESTS_FILE", "SWEEP_PLOT_FILE", "SWEEP_RESULT_FILE", "Storage"]
+__all__ = [
+    "CURVE_FILE",
+    "PLOT_FILE",
+    "REQUESTS_FILE",
+    "SWEEP_PLOT_FILE",
+    "SWEEP_RESULT_FILE",
+    "WINDOW_PLOT_FILE",
+    "WINDOW_RESULT_FILE",
+    "Storage",
+]
 
 REQUESTS_FILE = "requests.jsonl"  # in a query job's directory
 CURVE_FILE = "curve.json"
 PLOT_FILE = "hit_rate.png"
 SWEEP_RESULT_FILE = "policies.json"  # a policy sweep's result (the CLI's -o bytes)
 SWEEP_PLOT_FILE = "policies.png"
+WINDOW_RESULT_FILE = "window.json"  # a window sizing's result (the CLI's -o bytes)
+WINDOW_PLOT_FILE = "window.png"
 
 
 class Storage:

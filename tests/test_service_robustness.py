@@ -291,3 +291,38 @@ def test_a_worker_whose_part_was_taken_over_can_write_nothing(service_settings: 
         session.expire_all()
         final = session.get(SweepRun, (job.id, 0))
         assert final is not None and (final.state, final.hit_blocks, final.error) == ("succeeded", 42, None)
+
+
+def test_sweep_retries_stale_lanes_of_a_window_sizing(service_settings: Settings) -> None:
+    from litehit.db.models import WindowLane
+
+    sent: list[tuple[Any, ...]] = []
+    long_ago = utcnow().replace(year=2000)
+
+    def lane(index: int, heartbeat: Any) -> WindowLane:
+        return WindowLane(
+            lane=index,
+            instance_id="ab"[index],
+            capacity_blocks=8,
+            state="running",
+            attempts=1,
+            heartbeat_at=heartbeat,
+            result={},
+        )
+
+    with session_scope(service_settings.db_url) as session:
+        job = Job(kind="window", spec={}, state="running", stage="size", stats={}, progress={}, heartbeat_at=utcnow())
+        session.add(job)
+        session.flush()
+        stale, fresh = lane(0, long_ago), lane(1, utcnow())
+        stale.job_id = fresh.job_id = job.id
+        session.add_all([stale, fresh])
+        session.commit()
+        actions = sweep(session, service_settings, lambda *a: sent.append(a))
+        assert f"retried lane 0 of {job.id}" in actions and ("litehit.window.lane", job.id, 0) in sent
+        assert ("litehit.window.lane", job.id, 1) not in sent
+        session.execute(update(WindowLane).where(WindowLane.job_id == job.id, WindowLane.lane == 0).values(attempts=3))
+        session.commit()
+        sweep(session, service_settings, lambda *a: sent.append(a))
+        session.refresh(job)
+        assert job.state == "failed" and "lane a: gave up after 3 attempts" in (job.error or "")

@@ -15,11 +15,11 @@ from datetime import datetime, timedelta
 from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session
 
-from litehit.db.models import Job, LaneRun, SweepRun, utcnow
+from litehit.db.models import Job, LaneRun, SweepRun, WindowLane, utcnow
 from litehit.db.states import JobState, LaneState, Stage
 from litehit.settings import Settings
 from litehit.storage import Storage
-from worker.jobs.state import Part, fail_job
+from worker.jobs.state import Part, fail_job, part_key
 from worker.jobs.submit import (
     FIRST_TASK,
     LANE_TASK,
@@ -30,6 +30,10 @@ from worker.jobs.submit import (
     SWEEP_MERGE_TASK,
     SWEEP_PARSE_TASK,
     SWEEP_RUN_TASK,
+    WINDOW_KIND,
+    WINDOW_LANE_TASK,
+    WINDOW_MERGE_TASK,
+    WINDOW_PARSE_TASK,
     Enqueue,
 )
 
@@ -43,11 +47,14 @@ STAGE_TASK = {
     ("query", Stage.QUERY): QUERY_TASK,
     (SWEEP_KIND, Stage.PARSE): SWEEP_PARSE_TASK,
     (SWEEP_KIND, Stage.MERGE): SWEEP_MERGE_TASK,
+    (WINDOW_KIND, Stage.PARSE): WINDOW_PARSE_TASK,
+    (WINDOW_KIND, Stage.MERGE): WINDOW_MERGE_TASK,
 }
 # The parallel stages: their rows, the stage and the task of one part.
 PARTS: tuple[tuple[Part, Stage, str], ...] = (
     (LaneRun, Stage.LANES, LANE_TASK),
     (SweepRun, Stage.SIMULATE, SWEEP_RUN_TASK),
+    (WindowLane, Stage.SIZE, WINDOW_LANE_TASK),
 )
 
 
@@ -111,8 +118,8 @@ def _resend_parts(
     heartbeat is stale (the message may be lost), are sent again; a part that used up its
     attempts ends the job."""
     actions: list[str] = []
-    key = LaneRun.lane if model is LaneRun else SweepRun.run
-    name = "lane" if model is LaneRun else "simulation"
+    key = part_key(model)
+    name = "simulation" if model is SweepRun else "lane"
     parts = (
         select(model, Job)
         .join(Job)
@@ -127,10 +134,10 @@ def _resend_parts(
         .order_by(key)
     )
     for found, job in session.execute(parts).all():
-        assert isinstance(found, LaneRun | SweepRun)
+        assert isinstance(found, LaneRun | SweepRun | WindowLane)
         part = found
-        index = part.lane if isinstance(part, LaneRun) else part.run
-        label = part.instance_id if isinstance(part, LaneRun) else str(index)
+        index = part.run if isinstance(part, SweepRun) else part.lane
+        label = str(index) if isinstance(part, SweepRun) else part.instance_id
         if part.state == LaneState.QUEUED:  # throttle: waiting parts are sent again at most once per stale period
             session.execute(update(Job).where(Job.id == job.id).values(heartbeat_at=now))
         if part.attempts >= settings.task_max_attempts:

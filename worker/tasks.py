@@ -20,8 +20,12 @@ from worker.jobs.submit import (
     SWEEP_MERGE_TASK,
     SWEEP_PARSE_TASK,
     SWEEP_RUN_TASK,
+    WINDOW_LANE_TASK,
+    WINDOW_MERGE_TASK,
+    WINDOW_PARSE_TASK,
 )
 from worker.jobs.sweep_job import run_sweep_merge, run_sweep_parse, run_sweep_run
+from worker.jobs.window_job import run_window_lane, run_window_merge, run_window_parse
 
 RETRY = {
     "autoretry_for": TRANSIENT,
@@ -72,3 +76,21 @@ def sweep_run(job_id: str, run: int) -> str:
 def sweep_merge(job_id: str) -> str:
     with session_scope() as session:
         return run_sweep_merge(session, get_settings(), job_id)
+
+
+@app.task(name=WINDOW_PARSE_TASK, **RETRY)
+def window_parse(job_id: str) -> str:
+    with session_scope() as session:
+        return run_window_parse(session, get_settings(), job_id, enqueue)
+
+
+@app.task(name=WINDOW_LANE_TASK, **RETRY)
+def window_lane(job_id: str, lane: int) -> str:
+    with session_scope() as session:
+        return run_window_lane(session, get_settings(), job_id, lane, enqueue)
+
+
+@app.task(name=WINDOW_MERGE_TASK, **RETRY)
+def window_merge(job_id: str) -> str:
+    with session_scope() as session:
+        return run_window_merge(session, get_settings(), job_id)

@@ -6,12 +6,13 @@ import logging
 from typing import Any
 
 from fastapi import Response
+from fastapi.responses import FileResponse
 from pydantic import BaseModel
 from sqlalchemy import Select, func, select, update
 from sqlalchemy.orm import Session
 
 from api.errors import ApiError
-from litehit.db.models import Job, LaneRun, QuerySummary, SweepRun, utcnow
+from litehit.db.models import Job, LaneRun, QuerySummary, SweepRun, WindowLane, utcnow
 from litehit.db.states import TERMINAL, JobState
 from litehit.storage import Storage
 from worker.jobs.state import fail_job
@@ -61,6 +62,7 @@ def fast_json(model: type[BaseModel], data: dict[str, Any]) -> Response:
 
 # Reads for the views use Core rows, not ORM objects: status polling is the hot path.
 JOBS, LANES, SUMMARIES, RUNS = Job.__table__, LaneRun.__table__, QuerySummary.__table__, SweepRun.__table__
+WINDOW_LANES = WindowLane.__table__
 
 
 def job_row(session: Session, job_id: str, kind: str) -> dict[str, Any]:
@@ -70,20 +72,33 @@ def job_row(session: Session, job_id: str, kind: str) -> dict[str, Any]:
     return dict(row)
 
 
-def lane_rows(session: Session, job_ids: list[str]) -> dict[str, list[dict[str, Any]]]:
+def _part_rows(session: Session, table: Any, key: str, job_ids: list[str]) -> dict[str, list[dict[str, Any]]]:
+    """The rows of the jobs' parallel stage, by job, each job's in `key` order."""
     out: dict[str, list[dict[str, Any]]] = {i: [] for i in job_ids}
-    query = select(LANES).where(LANES.c.job_id.in_(job_ids)).order_by(LANES.c.job_id, LANES.c.lane)
+    query = select(table).where(table.c.job_id.in_(job_ids)).order_by(table.c.job_id, table.c[key])
     for row in session.execute(query).mappings():
         out[row["job_id"]].append(dict(row))
     return out
+
+
+def lane_rows(session: Session, job_ids: list[str]) -> dict[str, list[dict[str, Any]]]:
+    return _part_rows(session, LANES, "lane", job_ids)
 
 
 def run_rows(session: Session, job_ids: list[str]) -> dict[str, list[dict[str, Any]]]:
-    out: dict[str, list[dict[str, Any]]] = {i: [] for i in job_ids}
-    query = select(RUNS).where(RUNS.c.job_id.in_(job_ids)).order_by(RUNS.c.job_id, RUNS.c.run)
-    for row in session.execute(query).mappings():
-        out[row["job_id"]].append(dict(row))
-    return out
+    return _part_rows(session, RUNS, "run", job_ids)
+
+
+def window_lane_rows(session: Session, job_ids: list[str]) -> dict[str, list[dict[str, Any]]]:
+    return _part_rows(session, WINDOW_LANES, "lane", job_ids)
+
+
+def job_file(session: Session, storage: Storage, job_id: str, kind: str, name: str, media: str) -> FileResponse:
+    """A file a succeeded job published next to its output (409 before it succeeded)."""
+    job = job_or_404(session, job_id, kind)
+    if job.state != JobState.SUCCEEDED or not job.output_path:
+        raise ApiError(409, "not_ready", f"the job is {job.state}; results exist only once it succeeded")
+    return FileResponse(storage.absolute(job.output_path).with_name(name), media_type=media)
 
 
 def cancel_job(session: Session, storage: Storage, job: Job, what: str) -> None:

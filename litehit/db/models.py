@@ -28,6 +28,7 @@ __all__ = [
     "StrEnumColumn",
     "SweepRun",
     "Trace",
+    "WindowLane",
     "host_pid",
     "new_id",
     "utcnow",
@@ -93,7 +94,7 @@ class Job(Base):
     __table_args__ = (UniqueConstraint("kind", "idempotency_key", name="uq_jobs_idempotency"),)
 
     id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
-    kind: Mapped[str] = mapped_column(String(16), index=True)  # replay | query | policy_sweep
+    kind: Mapped[str] = mapped_column(String(16), index=True)  # replay | query | policy_sweep | window
     state: Mapped[JobState] = mapped_column(StrEnumColumn(JobState, 16), index=True, default=JobState.QUEUED)
     stage: Mapped[Stage] = mapped_column(StrEnumColumn(Stage, 16), default=Stage.QUEUED)
     source: Mapped[str] = mapped_column(String(8), default="api")  # api | cli
@@ -118,6 +119,9 @@ class Job(Base):
     )
     runs: Mapped[list[SweepRun]] = relationship(
         back_populates="job", order_by="SweepRun.run", cascade="all, delete-orphan"
+    )
+    window_lanes: Mapped[list[WindowLane]] = relationship(
+        back_populates="job", order_by="WindowLane.lane", cascade="all, delete-orphan"
     )
     summaries: Mapped[list[QuerySummary]] = relationship(
         back_populates="job",
@@ -182,6 +186,42 @@ class SweepRun(Base):
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
 
     job: Mapped[Job] = relationship(back_populates="runs")
+
+
+class WindowLane(Base):
+    """One lane of a window sizing, simulated at the sizing's capacity: its own row, so parallel
+    tasks never write the same row; once succeeded it holds the lane's summary and, in result,
+    its whole entry of window.json."""
+
+    __tablename__ = "window_lanes"
+
+    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), primary_key=True)
+    lane: Mapped[int] = mapped_column(Integer, primary_key=True)
+    instance_id: Mapped[str] = mapped_column(String(255))
+    capacity_blocks: Mapped[int] = mapped_column(BigInteger)
+    state: Mapped[LaneState] = mapped_column(StrEnumColumn(LaneState, 16), default=LaneState.QUEUED)
+    requests: Mapped[int] = mapped_column(BigInteger, default=0)
+    evictions: Mapped[int] = mapped_column(BigInteger, default=0)
+    evicted: Mapped[int] = mapped_column(BigInteger, default=0)  # misses by outcome
+    no_match: Mapped[int] = mapped_column(BigInteger, default=0)
+    delay_count: Mapped[int] = mapped_column(BigInteger, default=0)
+    delay_p50: Mapped[float | None] = mapped_column(Float, nullable=True)  # seconds, nearest rank
+    delay_p90: Mapped[float | None] = mapped_column(Float, nullable=True)
+    delay_p99: Mapped[float | None] = mapped_column(Float, nullable=True)
+    delay_p999: Mapped[float | None] = mapped_column(Float, nullable=True)
+    delay_max: Mapped[float | None] = mapped_column(Float, nullable=True)
+    window_s: Mapped[float | None] = mapped_column(Float, nullable=True)  # W
+    peak_evictions_per_s: Mapped[int | None] = mapped_column(BigInteger, nullable=True)  # E
+    memory_bytes: Mapped[float | None] = mapped_column(Float, nullable=True)  # E x W x S / L
+    result: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)  # the lane's entry of window.json
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    worker: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+    job: Mapped[Job] = relationship(back_populates="window_lanes")
 
 
 class QuerySummary(Base):

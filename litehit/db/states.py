@@ -24,20 +24,22 @@ TERMINAL = frozenset({JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED})
 
 class Stage(StrEnum):
     """The step a job is at: a replay goes parse -> lanes -> merge, a policy sweep parse ->
-    simulate -> merge, a query runs query; all end at done (a job that failed or was cancelled
-    too)."""
+    simulate -> merge, a window sizing parse -> size -> merge, a query runs query; all end at
+    done (a job that failed or was cancelled too)."""
 
     QUEUED = "queued"
     PARSE = "parse"
     LANES = "lanes"
     SIMULATE = "simulate"
+    SIZE = "size"
     MERGE = "merge"
     QUERY = "query"
     DONE = "done"
 
 
 class LaneState(StrEnum):
-    """One part of a job's parallel stage (a lane of a replay, a simulation of a sweep):
+    """One part of a job's parallel stage (a lane of a replay or of a window sizing, a
+    simulation of a sweep):
     queued -> running -> succeeded | failed (running again when its worker was lost)."""
 
     QUEUED = "queued"

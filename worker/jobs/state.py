@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from datetime import timedelta
 from enum import StrEnum
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import and_, exists, or_, select, update
 from sqlalchemy.orm import Session
 
-from litehit.db.models import Job, LaneRun, SweepRun, host_pid, utcnow
+from litehit.db.models import Job, LaneRun, SweepRun, WindowLane, host_pid, utcnow
 from litehit.db.states import TERMINAL, JobState, LaneState, Stage
 from litehit.errors import LiteHitError, ReplayCancelled
 from litehit.storage import Storage
@@ -27,6 +27,7 @@ __all__ = [
     "heartbeat_job",
     "heartbeat_part",
     "job_should_stop",
+    "part_key",
     "try_start_merge",
 ]
 
@@ -105,14 +106,16 @@ def error_text(exc: BaseException) -> str:
     return str(exc) if isinstance(exc, LiteHitError) else f"internal error: {type(exc).__name__}: {exc}"
 
 
-Part = type[LaneRun] | type[SweepRun]
-"""The rows of a job's parallel stage: the lanes of a replay, the simulations of a sweep."""
+Part = type[LaneRun] | type[SweepRun] | type[WindowLane]
+"""The rows of a job's parallel stage: the lanes of a replay, the simulations of a sweep, the
+lanes of a window sizing."""
 
-_PART_STAGE: dict[Any, Stage] = {LaneRun: Stage.LANES, SweepRun: Stage.SIMULATE}
+_PART_STAGE: dict[Any, Stage] = {LaneRun: Stage.LANES, SweepRun: Stage.SIMULATE, WindowLane: Stage.SIZE}
 
 
-def _key(model: Part) -> Any:
-    return LaneRun.lane if model is LaneRun else SweepRun.run
+def part_key(model: Part) -> Any:
+    """The column that numbers the parts of one job."""
+    return SweepRun.run if model is SweepRun else model.lane
 
 
 def claim_part(
@@ -133,7 +136,7 @@ def claim_part(
         update(model)
         .where(
             model.job_id == job_id,
-            _key(model) == index,
+            part_key(model) == index,
             model.attempts < max_attempts,
             or_(
                 model.state == LaneState.QUEUED,
@@ -155,7 +158,7 @@ def claim_part(
     session.commit()
     if result.rowcount == 1:  # type: ignore[attr-defined]
         return PartClaim.CLAIMED
-    row = session.get(LaneRun, (job_id, index)) if model is LaneRun else session.get(SweepRun, (job_id, index))
+    row = cast("LaneRun | SweepRun | WindowLane | None", session.get(model, (job_id, index)))
     job = session.get(Job, job_id)
     session.rollback()
     if row is None or job is None or job.state != JobState.RUNNING or job.cancel_requested:
@@ -170,7 +173,7 @@ def claim_part(
 def claimed_attempt(session: Session, model: Part, job_id: str, index: int) -> int:
     """The attempt number this process holds after a CLAIMED claim_part: its fence. A worker
     whose part was taken over (stale heartbeat) no longer matches it and can write nothing."""
-    attempts = session.scalar(select(model.attempts).where(model.job_id == job_id, _key(model) == index))
+    attempts = session.scalar(select(model.attempts).where(model.job_id == job_id, part_key(model) == index))
     session.rollback()  # end the read transaction
     assert attempts is not None
     return int(attempts)
@@ -180,7 +183,7 @@ def heartbeat_part(session: Session, model: Part, job_id: str, index: int, attem
     """Records progress of the holder of `attempt`; False when another worker took the part over."""
     result = session.execute(
         update(model)
-        .where(model.job_id == job_id, _key(model) == index, model.attempts == attempt)
+        .where(model.job_id == job_id, part_key(model) == index, model.attempts == attempt)
         .values(heartbeat_at=utcnow(), **values)
         .execution_options(synchronize_session=False)
     )
@@ -195,7 +198,7 @@ def finish_part(
     it over, so a late worker never overwrites the outcome of the one that replaced it."""
     result = session.execute(
         update(model)
-        .where(model.job_id == job_id, _key(model) == index, model.attempts == attempt)
+        .where(model.job_id == job_id, part_key(model) == index, model.attempts == attempt)
         .values(state=state, finished_at=utcnow(), heartbeat_at=utcnow(), **values)
         .execution_options(synchronize_session=False)
     )

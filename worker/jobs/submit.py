@@ -11,6 +11,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from pydantic import BaseModel
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
@@ -22,6 +23,7 @@ from litehit.policies.options import check_sweepable, parse_sweep_options
 from litehit.spec import ReplaySpec, parse_replay_spec
 from litehit.storage import Storage
 from litehit.traces.formats import detect_format
+from litehit.window.options import parse_window_options
 from worker.errors import IdempotencyConflict
 
 __all__ = [
@@ -34,10 +36,15 @@ __all__ = [
     "SWEEP_MERGE_TASK",
     "SWEEP_PARSE_TASK",
     "SWEEP_RUN_TASK",
+    "WINDOW_KIND",
+    "WINDOW_LANE_TASK",
+    "WINDOW_MERGE_TASK",
+    "WINDOW_PARSE_TASK",
     "Enqueue",
     "create_query_job",
     "create_replay_job",
     "create_sweep_job",
+    "create_window_job",
     "request_hash",
 ]
 
@@ -48,9 +55,18 @@ QUERY_TASK = "litehit.query.run"
 SWEEP_PARSE_TASK = "litehit.sweep.parse"
 SWEEP_RUN_TASK = "litehit.sweep.run"
 SWEEP_MERGE_TASK = "litehit.sweep.merge"
+WINDOW_PARSE_TASK = "litehit.window.parse"
+WINDOW_LANE_TASK = "litehit.window.lane"
+WINDOW_MERGE_TASK = "litehit.window.merge"
 
 SWEEP_KIND = "policy_sweep"
-FIRST_TASK = {"replay": PARSE_TASK, "query": QUERY_TASK, SWEEP_KIND: SWEEP_PARSE_TASK}  # a queued job's task
+WINDOW_KIND = "window"
+FIRST_TASK = {  # a queued job's task
+    "replay": PARSE_TASK,
+    "query": QUERY_TASK,
+    SWEEP_KIND: SWEEP_PARSE_TASK,
+    WINDOW_KIND: WINDOW_PARSE_TASK,
+}
 
 Enqueue = Callable[..., None]  # enqueue(task_name, *args)
 
@@ -161,6 +177,51 @@ def create_replay_job(
     return _store(session, job)
 
 
+def _create_options_job(
+    session: Session,
+    storage: Storage,
+    kind: str,
+    config: dict[str, Any],
+    field: str,
+    data: dict[str, Any],
+    parse: Callable[[object], BaseModel],
+    *,
+    trace_id: str | None,
+    idempotency_key: str | None,
+    source: str,
+) -> tuple[Job, bool]:
+    """Validates a replay config without TTL lanes plus the job's options under `field` (parsed
+    by `parse`) and stores them as a queued job of `kind`; ConfigError lists every issue."""
+    digest = request_hash({"config": config, field: data, "trace_id": trace_id})
+    existing = _existing(session, kind, idempotency_key, digest)
+    if existing is not None:
+        return existing, False
+    issues: list[ConfigIssue] = []
+    options = None
+    try:
+        options = parse(data)
+    except ConfigError as exc:
+        issues += [ConfigIssue(f"{field}.{i.path}", i.value, i.message) for i in exc.issues]
+    try:
+        checked, spec, trace = _replay_config(session, storage, config, trace_id)
+        check_sweepable(spec)
+    except ConfigError as exc:
+        raise ConfigError(exc.issues + issues) from None
+    if issues or options is None:
+        raise ConfigError(issues)
+    job = Job(
+        kind=kind,
+        spec={"config": checked, field: options.model_dump(mode="json")},
+        idempotency_key=idempotency_key or None,
+        request_hash=digest,
+        trace_id=trace.id if trace else None,
+        source=source,
+        stats={},
+        progress={},
+    )
+    return _store(session, job)
+
+
 def create_sweep_job(
     session: Session,
     storage: Storage,
@@ -173,34 +234,44 @@ def create_sweep_job(
 ) -> tuple[Job, bool]:
     """Validates a policy sweep (a replay config plus SweepOptions under "sweep") and stores it
     as a queued job; TTL lanes are rejected (policies model no TTL)."""
-    digest = request_hash({"config": config, "sweep": sweep, "trace_id": trace_id})
-    existing = _existing(session, SWEEP_KIND, idempotency_key, digest)
-    if existing is not None:
-        return existing, False
-    issues: list[ConfigIssue] = []
-    options = None
-    try:
-        options = parse_sweep_options(sweep)
-    except ConfigError as exc:
-        issues += [ConfigIssue(f"sweep.{i.path}", i.value, i.message) for i in exc.issues]
-    try:
-        checked, spec, trace = _replay_config(session, storage, config, trace_id)
-        check_sweepable(spec)
-    except ConfigError as exc:
-        raise ConfigError(exc.issues + issues) from None
-    if issues or options is None:
-        raise ConfigError(issues)
-    job = Job(
-        kind=SWEEP_KIND,
-        spec={"config": checked, "sweep": options.model_dump(mode="json")},
-        idempotency_key=idempotency_key or None,
-        request_hash=digest,
-        trace_id=trace.id if trace else None,
+    return _create_options_job(
+        session,
+        storage,
+        SWEEP_KIND,
+        config,
+        "sweep",
+        sweep,
+        parse_sweep_options,
+        trace_id=trace_id,
+        idempotency_key=idempotency_key,
         source=source,
-        stats={},
-        progress={},
     )
-    return _store(session, job)
+
+
+def create_window_job(
+    session: Session,
+    storage: Storage,
+    config: dict[str, Any],
+    window: dict[str, Any],
+    *,
+    trace_id: str | None = None,
+    idempotency_key: str | None = None,
+    source: str = "api",
+) -> tuple[Job, bool]:
+    """Validates a window sizing (a replay config plus WindowOptions under "window") and stores
+    it as a queued job; TTL lanes are rejected (a missing key that was inserted was evicted)."""
+    return _create_options_job(
+        session,
+        storage,
+        WINDOW_KIND,
+        config,
+        "window",
+        window,
+        parse_window_options,
+        trace_id=trace_id,
+        idempotency_key=idempotency_key,
+        source=source,
+    )
 
 
 def create_query_job(
