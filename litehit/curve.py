@@ -86,6 +86,18 @@ class InstanceCurve:
             return np.zeros(len(self))
         return self.hit_tokens / np.float64(self.input_tokens)
 
+    def index_reaching_hit_rate(self, hit_rate: float) -> int | None:
+        """The breakpoint of the smallest capacity whose absolute hit rate (hit tokens over all
+        input tokens) is at least hit_rate, exactly; None when even the plateau stays below."""
+        if not 0 <= hit_rate <= 1:
+            raise ValueError(f"hit rates must be in [0, 1], got {hit_rate}")
+        if self.input_tokens == 0:
+            return 0 if hit_rate == 0 else None
+        frac = Fraction(str(hit_rate))
+        need = -(-self.input_tokens * frac.numerator // frac.denominator)
+        i = int(np.searchsorted(self.hit_tokens, need, side="left"))
+        return i if i < len(self) else None
+
     def hit_tokens_at(self, capacity_bytes: int) -> int:
         """The step function itself: hit tokens at a byte capacity (for checks and plots)."""
         i = bisect.bisect_right(self.capacity_bytes, capacity_bytes) - 1

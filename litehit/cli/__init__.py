@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from importlib.metadata import PackageNotFoundError, version
 
 from litehit.cli import analysis, demo, jobs, migrate, policies, query, replay, window
 from litehit.errors import LiteHitError
@@ -16,6 +18,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="litehit",
         description="Exact KV-cache prefix hit rates at any capacity, from one replay of a block trace.",
     )
+    parser.add_argument("--version", action="version", version=f"litehit {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     replay.add_parser(sub)
     query.add_parser(sub)
@@ -28,11 +31,34 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _version() -> str:
+    try:
+        return version("litehit")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def _stdout_closed() -> int:
+    """The reader of stdout went away (`litehit curve F | head -1`): exit 0 quietly like standard
+    tools; stdout now points at /dev/null so the interpreter's final flush cannot fail."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # stdout without a file descriptor (captured in tests)
+        pass
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return int(args.func(args))
+        code = int(args.func(args))
+        sys.stdout.flush()
+        return code
+    except BrokenPipeError:
+        return _stdout_closed()
     except LiteHitError as exc:
         print(f"litehit: error: {exc}", file=sys.stderr)
         return 1

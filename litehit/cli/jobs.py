@@ -12,12 +12,12 @@ __all__ = ["add_parser"]
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "jobs",
-        help="list past replays, queries and policy sweeps (the embedded database, or LITEHIT_DATABASE_URL)",
-        description="  litehit jobs [--limit 20] [--kind replay|query|policy_sweep] [--show JOB_ID]",
+        help="list past jobs: replays, queries, policy sweeps, window sizings (the embedded database, or LITEHIT_DATABASE_URL)",
+        description="  litehit jobs [--limit 20] [--kind replay|query|policy_sweep|window] [--show JOB_ID]",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--limit", type=int, default=20)
-    p.add_argument("--kind", choices=["replay", "query", "policy_sweep"])
+    p.add_argument("--kind", choices=["replay", "query", "policy_sweep", "window"])
     p.add_argument("--show", metavar="JOB_ID", help="print one job in full (JSON)")
     p.set_defaults(func=_run)
 
@@ -42,6 +42,7 @@ def _run(args: argparse.Namespace) -> int:
             data["lanes"] = [{c.name: getattr(r, c.name) for c in r.__table__.columns} for r in job.lanes]
             data["summaries"] = [{c.name: getattr(r, c.name) for c in r.__table__.columns} for r in job.summaries]
             data["runs"] = [{c.name: getattr(r, c.name) for c in r.__table__.columns} for r in job.runs]
+            data["window_lanes"] = [{c.name: getattr(r, c.name) for c in r.__table__.columns} for r in job.window_lanes]
             print(json.dumps(data, indent=2, default=str))
             return 0
         query = select(Job).order_by(Job.created_at.desc()).limit(args.limit)

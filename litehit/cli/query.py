@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from litehit.capacity import parse_capacities
+from litehit.cli.facts_input import check_facts_file
 from litehit.publish import AtomicPublisher
 
 if TYPE_CHECKING:
@@ -41,6 +42,7 @@ def _run(args: argparse.Namespace) -> int:
     slots = parse_capacities(args.capacity_gb)
     spec = {"facts_path": str(args.facts.resolve()), "capacity_gb": [s.recorded_gb for s in slots]}
     with JobRecorder("query", spec) as record:
+        check_facts_file(args.facts)
         if args.output is None:
             result = query_facts(args.facts, slots)
         else:

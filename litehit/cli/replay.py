@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import json
+import sys
 from typing import TYPE_CHECKING, Any
 
+from litehit.cli.lane_summary import parse_hit_rates, print_lane_summaries, summarize_facts
 from litehit.cli.trace_input import add_trace_arguments, spec_from_args
 from litehit.publish import make_output_dir
 from litehit.spec import ReplaySpec
@@ -27,6 +30,8 @@ def add_parser(sub: Any) -> None:
             "  litehit replay TRACE [--format mooncake] [--block-sizes 512,1024] [--ttl-seconds 0,60] [-o DIR]\n"
             "      a trace file (plain, .gz or .zst); one lane per block size x TTL, all lanes see\n"
             "      every read (fanout). Formats: standard, mooncake, qwen_bailian, publisher_log.\n\n"
+            "Prints, per lane, the hit rate at a ladder of capacities (powers of two up to the\n"
+            "infinite-capacity plateau) and the capacity reaching 50/90/99% of the plateau.\n\n"
             "Then ask any capacity:  litehit query DIR/litehit_facts.csv --capacity-gb 1 2 4 -1"
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -39,12 +44,19 @@ def add_parser(sub: Any) -> None:
         help="output directory, created if missing (default ./litehit-out)",
     )
     p.add_argument("--extended", action="store_true", help="add complete_blocks,cut_reason columns (miss attribution)")
+    p.add_argument("--json", action="store_true", help="print the replay and its summary as one JSON object")
+    p.add_argument(
+        "--target-hit-rate",
+        metavar="RATES",
+        help="absolute hit rates, comma separated (e.g. 0.3,0.5): the smallest capacity reaching each",
+    )
     p.set_defaults(func=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
     from litehit.cli.run_record import JobRecorder  # SQLAlchemy loads only for commands that record
 
+    hit_rates = parse_hit_rates(args.target_hit_rate) if args.target_hit_rate else []
     spec = spec_from_args(args, str(args.output))
     if args.extended:
         spec = spec.model_copy(update={"facts_format": "extended"})
@@ -52,10 +64,39 @@ def _run(args: argparse.Namespace) -> int:
     with JobRecorder("replay", spec.model_dump(mode="json")) as record:
         result = replay_with_progress(spec)
         record.replay_succeeded(result)
+    setups = {i.instance_id: (i.block_size, spec.group_of(i).ttl_seconds) for i in spec.instances}
+    lanes = summarize_facts(result.facts_path, setups, hit_rates)
+    if args.json:
+        data = {**replay_as_dict(result), "job_id": record.job_id, "lanes": [lane.as_dict() for lane in lanes]}
+        print(json.dumps(data))
+        return 0
     print_summary(result)
+    print_lane_summaries(lanes, sys.stdout)
     if record.job_id:
         print(f"job: {record.job_id} (litehit jobs)")
     return 0
+
+
+def replay_as_dict(result: ReplayResult) -> dict[str, Any]:
+    return {
+        "facts_path": str(result.facts_path),
+        "facts_rows": result.facts_rows,
+        "trace_format": result.trace_format.value,
+        "reads": result.reads,
+        "blocks": result.blocks,
+        "elapsed_s": result.elapsed_s,
+        "engine": [
+            {
+                "instance_id": lane.instance_id,
+                "requests": lane.requests,
+                "blocks": lane.blocks,
+                "unique_blocks": lane.unique_blocks,
+                "expired_blocks": lane.expired_blocks,
+                "memory_bytes": lane.memory_bytes,
+            }
+            for lane in result.lanes
+        ],
+    }
 
 
 def replay_with_progress(spec: ReplaySpec) -> ReplayResult:
@@ -64,9 +105,12 @@ def replay_with_progress(spec: ReplaySpec) -> ReplayResult:
 
     reporter = ProgressReporter()
     try:
-        return run_replay(spec, on_progress=reporter)
-    finally:
-        reporter.finish()
+        result = run_replay(spec, on_progress=reporter)
+    except BaseException:
+        reporter.finish("stopped")
+        raise
+    reporter.finish("done")
+    return result
 
 
 def print_summary(result: ReplayResult) -> None:

@@ -144,4 +144,8 @@ def spec_from_args(args: argparse.Namespace, output_dir: str) -> ReplaySpec:
         spec = parse_replay_spec(shorthand_config(args, output_dir))
     for name in spec.unknown_fields():
         print(f"litehit: warning: ignoring unknown config field {name}", file=sys.stderr)
+    used = {i.instance_group_name for i in spec.instances}
+    for group in spec.instance_groups:
+        if group.name not in used:
+            print(f"litehit: warning: instance group {group.name} has no instances: it gives no lane", file=sys.stderr)
     return spec
