@@ -8,31 +8,25 @@ service, a direct call in tests).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import delete
 from sqlalchemy.orm import Session
 
 from litehit.db.models import Job, LaneRun, utcnow
 from litehit.db.states import JobState, LaneState, Stage
-from litehit.errors import ReplayCancelled
 from litehit.replay.runner import FACTS_FILE
 from litehit.replay.staged import lane_stage, merge_stage, read_manifest
 from litehit.settings import Settings
 from litehit.storage import Storage
 from worker.errors import TRANSIENT
 from worker.jobs.parse import parse_job_trace, runtime_spec
+from worker.jobs.part_task import run_part
 from worker.jobs.state import (
-    PartClaim,
     claim_job_stage,
-    claim_part,
-    claimed_attempt,
-    error_text,
-    fail_job,
     fail_job_from,
-    finish_part,
     heartbeat_part,
     job_should_stop,
-    try_start_merge,
 )
 from worker.jobs.submit import LANE_TASK, MERGE_TASK, Enqueue
 from worker.jobs.throttle import Throttle
@@ -69,64 +63,45 @@ def run_parse(session: Session, settings: Settings, job_id: str, enqueue: Enqueu
 
 def run_lane(session: Session, settings: Settings, job_id: str, lane: int, enqueue: Enqueue) -> str:
     """Stage 2 (one per lane, in parallel): replay one lane's requests in order."""
-    storage = Storage(settings.storage)
-    claim = claim_part(session, LaneRun, job_id, lane, settings.stale_after_s, settings.task_max_attempts)
-    if claim == PartClaim.EXHAUSTED:
-        fail_job(session, job_id, f"lane {lane}: gave up after {settings.task_max_attempts} attempts (worker lost?)")
-        storage.remove_work(job_id)
-        return claim
-    if claim != PartClaim.CLAIMED:
-        return claim
-    attempt = claimed_attempt(session, LaneRun, job_id, lane)
-    job = session.get(Job, job_id)
-    assert job is not None
-    throttle = Throttle(settings.heartbeat_s)
-    stop_throttle = Throttle(settings.heartbeat_s)
-
-    def progress(requests: int, blocks: int) -> None:
-        if throttle.due():
-            heartbeat_part(session, LaneRun, job_id, lane, attempt, requests=requests, blocks=blocks)
-
-    def should_stop() -> bool:
-        return stop_throttle.due() and job_should_stop(session, job_id)
-
-    try:
-        stats = lane_stage(
-            runtime_spec(job.spec, job.id, storage),
-            storage.work_dir(job_id),
-            lane,
-            on_progress=progress,
-            should_stop=should_stop,
-        )
-    except TRANSIENT:
-        raise
-    except Exception as exc:
-        name = next((r.instance_id for r in job.lanes if r.lane == lane), str(lane))
-        if not finish_part(session, LaneRun, job_id, lane, attempt, LaneState.FAILED, error=str(exc)):
-            return "superseded"  # another worker took the lane over: its outcome counts
-        if isinstance(exc, ReplayCancelled):
-            fail_job_from(session, storage, job_id, exc)
-        else:
-            if fail_job(session, job_id, f"lane {name}: {error_text(exc)}"):
-                storage.remove_work(job_id)
-        return "failed"
-    if not finish_part(
+    return run_part(
         session,
+        settings,
         LaneRun,
         job_id,
         lane,
-        attempt,
-        LaneState.SUCCEEDED,
-        requests=stats.requests,
-        blocks=stats.blocks,
-        unique_blocks=stats.unique_blocks,
-        memory_bytes=stats.memory_bytes,
-        expired_blocks=stats.expired_blocks,
-    ):
-        return "superseded"
-    if try_start_merge(session, LaneRun, job_id):
-        enqueue(MERGE_TASK, job_id)
-    return "succeeded"
+        enqueue,
+        MERGE_TASK,
+        noun="lane",
+        describe=lambda row: f"lane {row.instance_id}",
+        work=lambda job, row, attempt: _replay_lane(session, settings, job, lane, attempt),
+    )
+
+
+def _replay_lane(session: Session, settings: Settings, job: Job, lane: int, attempt: int) -> dict[str, Any]:
+    storage = Storage(settings.storage)
+    throttle, stop_throttle = Throttle(settings.heartbeat_s), Throttle(settings.heartbeat_s)
+
+    def progress(requests: int, blocks: int) -> None:
+        if throttle.due():
+            heartbeat_part(session, LaneRun, job.id, lane, attempt, requests=requests, blocks=blocks)
+
+    def should_stop() -> bool:
+        return stop_throttle.due() and job_should_stop(session, job.id)
+
+    stats = lane_stage(
+        runtime_spec(job.spec, job.id, storage),
+        storage.work_dir(job.id),
+        lane,
+        on_progress=progress,
+        should_stop=should_stop,
+    )
+    return {
+        "requests": stats.requests,
+        "blocks": stats.blocks,
+        "unique_blocks": stats.unique_blocks,
+        "memory_bytes": stats.memory_bytes,
+        "expired_blocks": stats.expired_blocks,
+    }
 
 
 def run_merge(session: Session, settings: Settings, job_id: str) -> str:

@@ -8,6 +8,7 @@ a SweepRun row that holds its result once done, so the merge reads SQL, not file
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
@@ -29,18 +30,12 @@ from litehit.spec import ReplaySpec, TraceFormat
 from litehit.storage import SWEEP_PLOT_FILE, SWEEP_RESULT_FILE, Storage
 from worker.errors import TRANSIENT
 from worker.jobs.parse import parse_job_trace, runtime_spec
+from worker.jobs.part_task import run_part
 from worker.jobs.state import (
-    PartClaim,
     claim_job_stage,
-    claim_part,
-    claimed_attempt,
-    error_text,
-    fail_job,
     fail_job_from,
-    finish_part,
     heartbeat_part,
     job_should_stop,
-    try_start_merge,
 )
 from worker.jobs.submit import SWEEP_MERGE_TASK, SWEEP_RUN_TASK, Enqueue
 from worker.jobs.throttle import Throttle
@@ -101,76 +96,58 @@ def run_sweep_parse(session: Session, settings: Settings, job_id: str, enqueue: 
 
 def run_sweep_run(session: Session, settings: Settings, job_id: str, run: int, enqueue: Enqueue) -> str:
     """Stage 2 (one per simulation, in parallel): one lane under one policy at one capacity."""
-    storage = Storage(settings.storage)
-    claim = claim_part(session, SweepRun, job_id, run, settings.stale_after_s, settings.task_max_attempts)
-    if claim == PartClaim.EXHAUSTED:
-        reason = f"simulation {run}: gave up after {settings.task_max_attempts} attempts (worker lost?)"
-        if fail_job(session, job_id, reason):
-            storage.remove_work(job_id)
-        return claim
-    if claim != PartClaim.CLAIMED:
-        return claim
-    attempt = claimed_attempt(session, SweepRun, job_id, run)
-    job, row = session.get(Job, job_id), session.get(SweepRun, (job_id, run))
-    assert job is not None and row is not None
-    name = f"{row.policy} at {row.capacity_gb:g} GiB on lane {row.instance_id}"
-    throttle, stop_throttle = Throttle(settings.heartbeat_s), Throttle(settings.heartbeat_s)
-    try:
-        options = SweepOptions.model_validate(job.spec["sweep"])
-        spec = runtime_spec(job.spec["config"], job.id, storage)
-        work = storage.work_dir(job_id)
-        plan, chunks = _plan(spec, work)
-        lane = plan.lanes[row.lane]
-        sim = PolicyRun(RunKey(row.lane, row.policy, row.capacity_gb), lane, options)
-        check = LruComparison(lane, [sim]) if options.verify_lru and row.policy == "lru" else None
-        try:
-            for chunk in iter_lane_work(work, row.lane, chunks):
-                if stop_throttle.due() and job_should_stop(session, job_id):
-                    raise ReplayCancelled("policy sweep cancelled; nothing published")
-                sim.feed(chunk)
-                if check is not None:
-                    check.check(chunk)
-                if throttle.due():
-                    heartbeat_part(session, SweepRun, job_id, run, attempt, requests=sim.requests)
-            result = sim.result()
-            details: dict[str, object] = {}
-            if row.policy == "wa":
-                details["wa"] = sim.wa_state(plan.categories.names).model_dump(mode="json")
-            if check is not None:
-                details["lru_check"] = check.tally().model_dump(mode="json")
-        finally:
-            sim.close()
-            if check is not None:
-                check.close()
-    except TRANSIENT:
-        raise
-    except Exception as exc:
-        if not finish_part(session, SweepRun, job_id, run, attempt, LaneState.FAILED, error=error_text(exc)):
-            return "superseded"  # another worker took the simulation over: its outcome counts
-        if isinstance(exc, ReplayCancelled):
-            fail_job_from(session, storage, job_id, exc)
-        elif fail_job(session, job_id, f"{name}: {error_text(exc)}"):
-            storage.remove_work(job_id)
-        return "failed"
-    if not finish_part(
+    return run_part(
         session,
+        settings,
         SweepRun,
         job_id,
         run,
-        attempt,
-        LaneState.SUCCEEDED,
-        requests=result.requests,
-        hit_blocks=result.hit_blocks,
-        hit_tokens=result.hit_tokens,
-        input_tokens=result.input_tokens,
-        hit_ratio=result.hit_ratio,
-        evictions=result.evictions,
-        details=details,
-    ):
-        return "superseded"
-    if try_start_merge(session, SweepRun, job_id):
-        enqueue(SWEEP_MERGE_TASK, job_id)
-    return "succeeded"
+        enqueue,
+        SWEEP_MERGE_TASK,
+        noun="simulation",
+        describe=lambda row: f"{row.policy} at {row.capacity_gb:g} GiB on lane {row.instance_id}",
+        work=lambda job, row, attempt: _simulate(session, settings, job, row, attempt),
+    )
+
+
+def _simulate(session: Session, settings: Settings, job: Job, row: SweepRun, attempt: int) -> dict[str, Any]:
+    storage = Storage(settings.storage)
+    throttle, stop_throttle = Throttle(settings.heartbeat_s), Throttle(settings.heartbeat_s)
+    options = SweepOptions.model_validate(job.spec["sweep"])
+    spec = runtime_spec(job.spec["config"], job.id, storage)
+    work = storage.work_dir(job.id)
+    plan, chunks = _plan(spec, work)
+    lane = plan.lanes[row.lane]
+    sim = PolicyRun(RunKey(row.lane, row.policy, row.capacity_gb), lane, options)
+    check = LruComparison(lane, [sim]) if options.verify_lru and row.policy == "lru" else None
+    try:
+        for chunk in iter_lane_work(work, row.lane, chunks):
+            if stop_throttle.due() and job_should_stop(session, job.id):
+                raise ReplayCancelled("policy sweep cancelled; nothing published")
+            sim.feed(chunk)
+            if check is not None:
+                check.check(chunk)
+            if throttle.due():
+                heartbeat_part(session, SweepRun, job.id, row.run, attempt, requests=sim.requests)
+        result = sim.result()
+        details: dict[str, object] = {}
+        if row.policy == "wa":
+            details["wa"] = sim.wa_state(plan.categories.names).model_dump(mode="json")
+        if check is not None:
+            details["lru_check"] = check.tally().model_dump(mode="json")
+    finally:
+        sim.close()
+        if check is not None:
+            check.close()
+    return {
+        "requests": result.requests,
+        "hit_blocks": result.hit_blocks,
+        "hit_tokens": result.hit_tokens,
+        "input_tokens": result.input_tokens,
+        "hit_ratio": result.hit_ratio,
+        "evictions": result.evictions,
+        "details": details,
+    }
 
 
 def sweep_result(spec: ReplaySpec, options: SweepOptions, rows: list[SweepRun], fmt: TraceFormat) -> PolicySweepResult:

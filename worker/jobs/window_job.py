@@ -10,6 +10,7 @@ publishes its sorted delays (int64 ns) in the job's work folder, which the merge
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from sqlalchemy import delete, select
@@ -33,18 +34,12 @@ from litehit.window.result import LaneWindow, MissReport, Outcomes, WindowResult
 from litehit.window.runs import WindowRun
 from worker.errors import TRANSIENT
 from worker.jobs.parse import parse_job_trace, runtime_spec
+from worker.jobs.part_task import run_part
 from worker.jobs.state import (
-    PartClaim,
     claim_job_stage,
-    claim_part,
-    claimed_attempt,
-    error_text,
-    fail_job,
     fail_job_from,
-    finish_part,
     heartbeat_part,
     job_should_stop,
-    try_start_merge,
 )
 from worker.jobs.submit import WINDOW_LANE_TASK, WINDOW_MERGE_TASK, Enqueue
 from worker.jobs.throttle import Throttle
@@ -127,57 +122,40 @@ def _size_lane(
 
 def run_window_lane(session: Session, settings: Settings, job_id: str, index: int, enqueue: Enqueue) -> str:
     """Stage 2 (one per lane, in parallel): the lane at the sizing's capacity under its policy."""
-    storage = Storage(settings.storage)
-    claim = claim_part(session, WindowLane, job_id, index, settings.stale_after_s, settings.task_max_attempts)
-    if claim == PartClaim.EXHAUSTED:
-        reason = f"lane {index}: gave up after {settings.task_max_attempts} attempts (worker lost?)"
-        if fail_job(session, job_id, reason):
-            storage.remove_work(job_id)
-        return claim
-    if claim != PartClaim.CLAIMED:
-        return claim
-    attempt = claimed_attempt(session, WindowLane, job_id, index)
-    job, row = session.get(Job, job_id), session.get(WindowLane, (job_id, index))
-    assert job is not None and row is not None
-    try:
-        lane = _size_lane(session, storage, job, index, attempt, settings.heartbeat_s)
-    except TRANSIENT:
-        raise
-    except Exception as exc:
-        if not finish_part(session, WindowLane, job_id, index, attempt, LaneState.FAILED, error=error_text(exc)):
-            return "superseded"  # another worker took the lane over: its outcome counts
-        if isinstance(exc, ReplayCancelled):
-            fail_job_from(session, storage, job_id, exc)
-        elif fail_job(session, job_id, f"lane {row.instance_id}: {error_text(exc)}"):
-            storage.remove_work(job_id)
-        return "failed"
-    d = lane.delay_s
-    if not finish_part(
+    return run_part(
         session,
+        settings,
         WindowLane,
         job_id,
         index,
-        attempt,
-        LaneState.SUCCEEDED,
-        requests=lane.requests,
-        evictions=lane.evictions,
-        evicted=lane.outcomes.evicted,
-        no_match=lane.outcomes.no_match,
-        delay_count=d.count,
-        delay_p50=d.p50,
-        delay_p90=d.p90,
-        delay_p99=d.p99,
-        delay_p999=d.p999,
-        delay_max=d.max,
-        window_s=lane.window_s,
-        peak_evictions_per_s=lane.peak_evictions_per_s,
-        memory_bytes=lane.memory_bytes,
-        result=lane.model_dump(mode="json"),
-    ):
-        return "superseded"
-    if try_start_merge(session, WindowLane, job_id):
-        enqueue(WINDOW_MERGE_TASK, job_id)
-    return "succeeded"
+        enqueue,
+        WINDOW_MERGE_TASK,
+        noun="lane",
+        describe=lambda row: f"lane {row.instance_id}",
+        work=lambda job, row, attempt: _lane_values(
+            _size_lane(session, Storage(settings.storage), job, index, attempt, settings.heartbeat_s)
+        ),
+    )
+
+
+def _lane_values(lane: LaneWindow) -> dict[str, Any]:
+    d = lane.delay_s
+    return {
+        "requests": lane.requests,
+        "evictions": lane.evictions,
+        "evicted": lane.outcomes.evicted,
+        "no_match": lane.outcomes.no_match,
+        "delay_count": d.count,
+        "delay_p50": d.p50,
+        "delay_p90": d.p90,
+        "delay_p99": d.p99,
+        "delay_p999": d.p999,
+        "delay_max": d.max,
+        "window_s": lane.window_s,
+        "peak_evictions_per_s": lane.peak_evictions_per_s,
+        "memory_bytes": lane.memory_bytes,
+        "result": lane.model_dump(mode="json"),
+    }
 
 
 def overall_report(lanes: list[LaneWindow], delays: list[np.ndarray], target: float) -> MissReport:
