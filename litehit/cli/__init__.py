@@ -7,7 +7,7 @@ import os
 import sys
 from importlib.metadata import PackageNotFoundError, version
 
-from litehit.cli import analysis, demo, jobs, migrate, policies, query, replay, window
+from litehit.cli import analysis, demo, jobs, migrate, models, policies, query, replay, window
 from litehit.errors import LiteHitError
 
 __all__ = ["main"]
@@ -28,6 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_parser(sub)
     jobs.add_parser(sub)
     migrate.add_parser(sub)
+    models.add_parser(sub)
     return parser
 
 

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from litehit.cli.trace_input import add_trace_arguments, spec_from_args
+from litehit.cli.trace_input import add_trace_arguments, default_kv_note, spec_from_args
 from litehit.errors import ConfigError, ConfigIssue
 
 if TYPE_CHECKING:
@@ -105,6 +105,8 @@ def _run(args: argparse.Namespace) -> int:
 
         print(f"plot: {plot_sweep(result, args.plot)}")
     print_sweep(result)
+    if note := default_kv_note(args):
+        print(note)
     if record.job_id:
         print(f"job: {record.job_id} (litehit jobs)")
     return 0

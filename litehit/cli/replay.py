@@ -8,7 +8,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from litehit.cli.lane_summary import parse_hit_rates, print_lane_summaries, summarize_facts
-from litehit.cli.trace_input import add_trace_arguments, spec_from_args
+from litehit.cli.trace_input import add_trace_arguments, default_kv_note, spec_from_args
 from litehit.publish import make_output_dir
 from litehit.spec import ReplaySpec
 
@@ -66,12 +66,15 @@ def _run(args: argparse.Namespace) -> int:
         record.replay_succeeded(result)
     setups = {i.instance_id: (i.block_size, spec.group_of(i).ttl_seconds) for i in spec.instances}
     lanes = summarize_facts(result.facts_path, setups, hit_rates)
+    note = default_kv_note(args)
     if args.json:
         data = {**replay_as_dict(result), "job_id": record.job_id, "lanes": [lane.as_dict() for lane in lanes]}
-        print(json.dumps(data))
+        print(json.dumps({**data, "note": note} if note else data))
         return 0
     print_summary(result)
     print_lane_summaries(lanes, sys.stdout)
+    if note:
+        print(note)
     if record.job_id:
         print(f"job: {record.job_id} (litehit jobs)")
     return 0

@@ -11,14 +11,16 @@ from typing import Any
 
 from core_c.scan import TRACE_FORMATS
 from litehit.errors import ConfigError, ConfigIssue
+from litehit.kv_models import DEFAULT_KV_DTYPE, KV_DTYPE_BYTES, MODELS, model_named
 from litehit.spec import ReplaySpec, TraceFormat, load_replay_config, parse_replay_spec
 from litehit.traces.formats import detect_format
 
-__all__ = ["add_trace_arguments", "shorthand_config", "spec_from_args"]
+__all__ = ["add_trace_arguments", "default_kv_note", "shorthand_config", "spec_from_args"]
 
 DEFAULT_TRACE_BLOCK = {TraceFormat(f.name): f.default_trace_block for f in TRACE_FORMATS}
 DEFAULT_BYTES_PER_TOKEN = 2048  # 1 MiB per 512-token block
-_SHORTHAND = ("format", "block_size", "block_sizes", "block_bytes", "prefix_hash")
+_KV_BYTES_FLAGS = ("model", "kv_bytes_per_token", "block_bytes")  # each sets the KV bytes: one at most
+_SHORTHAND = ("format", "block_size", "block_sizes", *_KV_BYTES_FLAGS, "kv_dtype", "prefix_hash")
 
 
 def add_trace_arguments(p: argparse.ArgumentParser, *, source_required: bool = True) -> None:
@@ -43,7 +45,26 @@ def add_trace_arguments(p: argparse.ArgumentParser, *, source_required: bool = T
         default="0",
         help="fixed TTL per lane group, comma separated; 0 = pure LRU (default 0)",
     )
-    p.add_argument("--block-bytes", type=int, help="KV-cache bytes of one trace block (default: 2048 bytes per token)")
+    p.add_argument(
+        "--model",
+        type=_model_name,
+        choices=[m.name for m in MODELS],
+        metavar="NAME",
+        help="KV bytes per token from this model's shape (case-insensitive; `litehit models` lists them): "
+        + ", ".join(m.name for m in MODELS),
+    )
+    p.add_argument("--kv-bytes-per-token", type=int, metavar="B", help="KV-cache bytes of one token")
+    p.add_argument(
+        "--kv-dtype",
+        choices=list(KV_DTYPE_BYTES),
+        help=f"KV-cache element type of --model (default: {DEFAULT_KV_DTYPE})",
+    )
+    p.add_argument(
+        "--block-bytes",
+        type=int,
+        help=f"KV-cache bytes of one trace block (default: {DEFAULT_BYTES_PER_TOKEN} bytes per token,"
+        " or from --model / --kv-bytes-per-token)",
+    )
     p.add_argument(
         "--prefix-hash",
         action=argparse.BooleanOptionalAction,
@@ -76,6 +97,7 @@ def shorthand_config(args: argparse.Namespace, output_dir: str) -> dict[str, Any
     sizes = _integers("--block-sizes", args.block_sizes, least=1) if args.block_sizes else [trace_bs]
     ttls = _integers("--ttl-seconds", str(args.ttl_seconds), least=0)
     per_block = None if args.block_bytes is None else _positive("--block-bytes", args.block_bytes)
+    per_token = _kv_bytes_per_token(args)
     groups, instances = [], []
     for ttl in ttls:
         group: dict[str, Any] = {"name": f"ttl{ttl}", "ttl_seconds": ttl}
@@ -83,7 +105,7 @@ def shorthand_config(args: argparse.Namespace, output_dir: str) -> dict[str, Any
             group["enable_prefix_hash"] = args.prefix_hash
         groups.append(group)
         for bs in sizes:
-            block_bytes = (per_block or trace_bs * DEFAULT_BYTES_PER_TOKEN) * bs // trace_bs
+            block_bytes = per_token * bs if per_block is None else per_block * bs // trace_bs
             instances.append(
                 {
                     "instance_group_name": group["name"],
@@ -111,6 +133,38 @@ def shorthand_config(args: argparse.Namespace, output_dir: str) -> dict[str, Any
     return config
 
 
+def _model_name(text: str) -> str:
+    """The preset's own spelling of a --model value (argparse then checks it is one)."""
+    model = model_named(text)
+    return text if model is None else model.name
+
+
+def _flag(option: str) -> str:
+    return "--" + option.replace("_", "-")
+
+
+def _kv_bytes_per_token(args: argparse.Namespace) -> int:
+    """Bytes per token from --model (with --kv-dtype) or --kv-bytes-per-token; the default when
+    neither is given. At most one of --model, --kv-bytes-per-token and --block-bytes."""
+    given = [o for o in _KV_BYTES_FLAGS if getattr(args, o, None) is not None]
+    if len(given) > 1:
+        first, second = given[:2]
+        raise ConfigError(
+            [ConfigIssue(_flag(second), getattr(args, second), f"cannot be combined with {_flag(first)} (give one)")]
+        )
+    dtype = getattr(args, "kv_dtype", None)
+    model = getattr(args, "model", None)
+    if dtype is not None and model is None:
+        raise ConfigError([ConfigIssue("--kv-dtype", dtype, "applies to --model only")])
+    if model is not None:
+        preset = model_named(model)
+        if preset is None:
+            raise ConfigError([ConfigIssue("--model", model, "unknown model (`litehit models` lists them)")])
+        return preset.bytes_per_token(dtype or DEFAULT_KV_DTYPE)
+    explicit = getattr(args, "kv_bytes_per_token", None)
+    return DEFAULT_BYTES_PER_TOKEN if explicit is None else _positive("--kv-bytes-per-token", explicit)
+
+
 def _positive(flag: str, value: int) -> int:
     if value < 1:
         raise ConfigError([ConfigIssue(flag, value, "must be a positive integer")])
@@ -129,6 +183,18 @@ def _integers(flag: str, text: str, *, least: int) -> list[int]:
     return values
 
 
+def default_kv_note(args: argparse.Namespace) -> str | None:
+    """The line every output of a shorthand run carries when the KV bytes were not given."""
+    if _is_config(Path(args.source)) and not args.format:
+        return None  # a config file states its own block bytes
+    if any(getattr(args, flag, None) for flag in _KV_BYTES_FLAGS):
+        return None
+    return (
+        f"note: KV bytes per token not given: assuming {DEFAULT_BYTES_PER_TOKEN} B/token "
+        "(use --model or --kv-bytes-per-token; `litehit models` lists the presets)"
+    )
+
+
 def spec_from_args(args: argparse.Namespace, output_dir: str) -> ReplaySpec:
     """The replay spec of a command line: the config file as is (with --workers), or the
     shorthand's config with its output in output_dir. Unknown config fields are warned about."""
@@ -136,7 +202,7 @@ def spec_from_args(args: argparse.Namespace, output_dir: str) -> ReplaySpec:
     if not args.format and _is_config(source):
         given = [o for o in _SHORTHAND if getattr(args, o)]
         if given:
-            raise SystemExit(f"litehit: error: --{given[0].replace('_', '-')} cannot be combined with a config file")
+            raise SystemExit(f"litehit: error: {_flag(given[0])} cannot be combined with a config file")
         spec = load_replay_config(source)
         if args.workers:
             spec = spec.model_copy(update={"pipeline_worker_count": args.workers})

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from litehit.cli.outputs import check_plot_flag, publish_bytes
-from litehit.cli.trace_input import add_trace_arguments, spec_from_args
+from litehit.cli.trace_input import add_trace_arguments, default_kv_note, spec_from_args
 from litehit.errors import ConfigError, ConfigIssue
 
 if TYPE_CHECKING:
@@ -125,6 +125,8 @@ def _size(args: argparse.Namespace) -> int:
 
         print(f"plot: {plot_window(result, args.plot)}")
     print_window(result)
+    if note := default_kv_note(args):
+        print(note)
     return 0
 
 

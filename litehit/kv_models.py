@@ -1,0 +1,89 @@
+"""KV-cache bytes per token from a model's shape, and a table of common open models.
+
+One token of context keeps, in every layer, a key and a value vector per KV head (grouped-query
+attention: fewer KV heads than query heads)::
+
+    bytes/token = layers x KV heads x head dim x 2 (K and V) x dtype bytes
+
+A multi-head latent attention (MLA) model keeps one compressed latent plus the decoupled rotary
+key per layer instead::
+
+    bytes/token = layers x (kv_lora_rank + qk_rope_head_dim) x dtype bytes
+
+The shapes below are the models' published ``config.json`` values (``num_hidden_layers``,
+``num_key_value_heads``, ``head_dim`` or ``hidden_size / num_attention_heads``; for MLA
+``kv_lora_rank`` and ``qk_rope_head_dim``), so a reader can check each figure. Every layer is
+counted with full attention: a sliding window (Mistral-7B-v0.1) bounds how much a sequence keeps,
+not what one token costs. Bytes per element: bf16 and fp16 2 (the default), fp8 1.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["DEFAULT_KV_DTYPE", "KV_DTYPE_BYTES", "MODELS", "KvModel", "model_named"]
+
+KV_DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp8": 1}
+DEFAULT_KV_DTYPE = "bf16"
+
+
+@dataclass(frozen=True, slots=True)
+class KvModel:
+    """The KV-cache shape of one model: GQA (kv_heads, head_dim) or MLA (kv_lora_rank,
+    qk_rope_head_dim)."""
+
+    name: str
+    config_repo: str  # where its config.json is published (Hugging Face)
+    layers: int
+    kv_heads: int = 0
+    head_dim: int = 0
+    kv_lora_rank: int = 0
+    qk_rope_head_dim: int = 0
+
+    @property
+    def is_mla(self) -> bool:
+        return self.kv_lora_rank > 0
+
+    def elements_per_token(self) -> int:
+        """Cached numbers per token over all layers."""
+        if self.is_mla:
+            return self.layers * (self.kv_lora_rank + self.qk_rope_head_dim)
+        return self.layers * self.kv_heads * self.head_dim * 2
+
+    def bytes_per_token(self, dtype: str = DEFAULT_KV_DTYPE) -> int:
+        """KV-cache bytes of one token in dtype (a key of KV_DTYPE_BYTES)."""
+        return self.elements_per_token() * KV_DTYPE_BYTES[dtype]
+
+    def shape(self) -> str:
+        """The formula with this model's numbers, e.g. ``32 layers x 8 KV heads x 128 head dim x 2``."""
+        if self.is_mla:
+            latent = f"{self.kv_lora_rank} kv_lora_rank + {self.qk_rope_head_dim} qk_rope_head_dim"
+            return f"{self.layers} layers x ({latent}) MLA"
+        return f"{self.layers} layers x {self.kv_heads} KV heads x {self.head_dim} head dim x 2 (K, V)"
+
+
+MODELS: tuple[KvModel, ...] = (
+    # config.json: num_hidden_layers 32, num_key_value_heads 8, hidden_size 4096 / num_attention_heads 32
+    KvModel("Llama-3.1-8B", "meta-llama/Llama-3.1-8B", layers=32, kv_heads=8, head_dim=128),
+    # num_hidden_layers 80, num_key_value_heads 8, hidden_size 8192 / num_attention_heads 64
+    KvModel("Llama-3.1-70B", "meta-llama/Llama-3.1-70B", layers=80, kv_heads=8, head_dim=128),
+    # num_hidden_layers 28, num_key_value_heads 4, hidden_size 3584 / num_attention_heads 28
+    KvModel("Qwen2.5-7B", "Qwen/Qwen2.5-7B", layers=28, kv_heads=4, head_dim=128),
+    # num_hidden_layers 80, num_key_value_heads 8, hidden_size 8192 / num_attention_heads 64
+    KvModel("Qwen2.5-72B", "Qwen/Qwen2.5-72B", layers=80, kv_heads=8, head_dim=128),
+    # num_hidden_layers 36, num_key_value_heads 8, head_dim 128
+    KvModel("Qwen3-8B", "Qwen/Qwen3-8B", layers=36, kv_heads=8, head_dim=128),
+    # num_hidden_layers 64, num_key_value_heads 8, head_dim 128 (not hidden_size 5120 / 64 heads)
+    KvModel("Qwen3-32B", "Qwen/Qwen3-32B", layers=64, kv_heads=8, head_dim=128),
+    # num_hidden_layers 32, num_key_value_heads 8, hidden_size 4096 / num_attention_heads 32
+    KvModel("Mistral-7B", "mistralai/Mistral-7B-v0.3", layers=32, kv_heads=8, head_dim=128),
+    # num_hidden_layers 61, kv_lora_rank 512, qk_rope_head_dim 64
+    KvModel("DeepSeek-V3", "deepseek-ai/DeepSeek-V3", layers=61, kv_lora_rank=512, qk_rope_head_dim=64),
+)
+
+_BY_NAME = {m.name.lower(): m for m in MODELS}
+
+
+def model_named(name: str) -> KvModel | None:
+    """The preset of this name, case-insensitive; None when there is none."""
+    return _BY_NAME.get(name.lower())
