@@ -8,6 +8,8 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from sqlalchemy.exc import InterfaceError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from litehit.errors import (
@@ -24,7 +26,7 @@ from litehit.errors import (
 )
 from litehit.spec import error_subject
 
-__all__ = ["ApiError", "install_error_handlers"]
+__all__ = ["ApiError", "error_body", "install_error_handlers"]
 
 
 class ApiError(Exception):
@@ -52,9 +54,11 @@ ONLINE_STATUS: dict[type[OnlineError], tuple[int, str]] = {
 """HTTP status and code of the errors of an online shard owner."""
 
 TOO_DEEP = "the JSON body nests too deeply"
+DB_RETRY_AFTER_S = 5
+"""Retry-After of the 503 answered while the database cannot be reached."""
 
 
-def _body(code: str, message: str, details: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+def error_body(code: str, message: str, details: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     return {"error": {"code": code, "message": message, "details": details or []}}
 
 
@@ -88,13 +92,13 @@ def _loc(path: str) -> list[str | int]:
 
 def config_error_response(exc: ConfigError) -> JSONResponse:
     details = [{"loc": ["body", *_loc(i.path)], "msg": i.message, "input": _json_safe(i.value)} for i in exc.issues]
-    return JSONResponse(_body("validation_error", str(exc), details), status_code=422)
+    return JSONResponse(error_body("validation_error", str(exc), details), status_code=422)
 
 
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ApiError)
     async def api_error(_: Request, exc: ApiError) -> JSONResponse:
-        return JSONResponse(_body(exc.code, exc.message, exc.details), status_code=exc.status, headers=exc.headers)
+        return JSONResponse(error_body(exc.code, exc.message, exc.details), status_code=exc.status, headers=exc.headers)
 
     @app.exception_handler(RequestValidationError)
     async def validation(_: Request, exc: RequestValidationError) -> JSONResponse:
@@ -105,7 +109,7 @@ def install_error_handlers(app: FastAPI) -> None:
                 {"loc": list(loc), "msg": str(e["msg"]).removeprefix("Value error, "), "input": _json_safe(value)}
             )
         message = "; ".join(f"{'.'.join(map(str, d['loc']))}: {d['msg']}" for d in details)
-        return JSONResponse(_body("validation_error", message, details), status_code=422)
+        return JSONResponse(error_body("validation_error", message, details), status_code=422)
 
     @app.exception_handler(ConfigError)
     async def config_error(_: Request, exc: ConfigError) -> JSONResponse:
@@ -113,24 +117,40 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StorageError)
     async def storage_error(_: Request, exc: StorageError) -> JSONResponse:
-        return JSONResponse(_body("forbidden_path", str(exc)), status_code=422)
+        return JSONResponse(error_body("forbidden_path", str(exc)), status_code=422)
 
     @app.exception_handler(OnlineError)
     async def online_error(_: Request, exc: OnlineError) -> JSONResponse:
         status, code = next((v for t, v in ONLINE_STATUS.items() if isinstance(exc, t)), (422, "unprocessable"))
-        return JSONResponse(_body(code, str(exc)), status_code=status)
+        return JSONResponse(error_body(code, str(exc)), status_code=status)
 
     @app.exception_handler(FactsError)
     @app.exception_handler(QueryError)
     async def bad_facts(_: Request, exc: LiteHitError) -> JSONResponse:
-        return JSONResponse(_body("unprocessable", str(exc)), status_code=422)
+        return JSONResponse(error_body("unprocessable", str(exc)), status_code=422)
+
+    # The database, not the request, is at fault: connection refused or lost, server shutting
+    # down (OperationalError), a closed connection (InterfaceError), no pooled connection free.
+    @app.exception_handler(OperationalError)
+    @app.exception_handler(InterfaceError)
+    @app.exception_handler(PoolTimeout)
+    async def database_unavailable(_: Request, exc: Exception) -> JSONResponse:
+        return JSONResponse(
+            error_body("service_unavailable", "the database is unavailable; retry later"),
+            status_code=503,
+            headers={"Retry-After": str(DB_RETRY_AFTER_S)},
+        )
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        if isinstance(exc.__cause__, ApiError):  # raised while FastAPI read the body (its size limit)
+            return await api_error(_, exc.__cause__)
         if isinstance(exc.__cause__, RecursionError):  # FastAPI could not parse the JSON body
             details = [{"loc": ["body"], "msg": TOO_DEEP, "input": None}]
-            return JSONResponse(_body("validation_error", f"body: {TOO_DEEP}", details), status_code=422)
-        code = {404: "not_found", 405: "method_not_allowed", 401: "unauthorized"}.get(exc.status_code, "http_error")
+            return JSONResponse(error_body("validation_error", f"body: {TOO_DEEP}", details), status_code=422)
+        code = {404: "not_found", 413: "payload_too_large", 405: "method_not_allowed", 401: "unauthorized"}.get(
+            exc.status_code, "http_error"
+        )
         return JSONResponse(
-            _body(code, str(exc.detail)), status_code=exc.status_code, headers=getattr(exc, "headers", None)
+            error_body(code, str(exc.detail)), status_code=exc.status_code, headers=getattr(exc, "headers", None)
         )

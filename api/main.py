@@ -17,6 +17,7 @@ import anyio
 import httpx
 from fastapi import APIRouter, Depends, FastAPI
 
+from api.body_limit import BodyLimit
 from api.deps import require_token
 from api.errors import install_error_handlers
 from api.routes import health, online, policy_sweeps, queries, replays, traces, windows
@@ -53,7 +54,10 @@ def create_app(settings: Settings | None = None, *, enqueue: Callable[..., None]
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        Storage(settings.storage).ensure()
+        storage = Storage(settings.storage)
+        storage.ensure()
+        for path in await anyio.to_thread.run_sync(storage.remove_orphan_parts, settings.upload_part_grace_s):
+            log.info("removed the unfinished upload %s", path)
         # As many request threads as database connections: no thread waits for a connection,
         # and fewer threads contend for the GIL under load.
         anyio.to_thread.current_default_thread_limiter().total_tokens = settings.db_pool_size
@@ -78,12 +82,18 @@ def create_app(settings: Settings | None = None, *, enqueue: Callable[..., None]
     app.state.settings = settings
     app.state.enqueue = send
     install_error_handlers(app)
+    app.add_middleware(BodyLimit, limit=settings.max_body_bytes, exempt=_is_upload)
     v1 = APIRouter(prefix="/v1", dependencies=[Depends(require_token)])
     for module in (traces, replays, queries, policy_sweeps, windows, online):
         v1.include_router(module.router)
     app.include_router(v1)
     app.include_router(health.router)
     return app
+
+
+def _is_upload(scope: Any) -> bool:
+    """Trace uploads stream to disk under their own limit (LITEHIT_MAX_UPLOAD_BYTES)."""
+    return bool(scope["method"] == "POST" and scope["path"].rstrip("/") == "/v1/traces")
 
 
 def __getattr__(name: str) -> Any:  # ``uvicorn api.main:app`` builds the app on first use

@@ -28,6 +28,7 @@ from typing import Annotated, Any
 import anyio
 from fastapi import APIRouter, Depends, FastAPI, Request
 
+from api.body_limit import BodyLimit
 from api.deps import require_token
 from api.errors import ApiError, install_error_handlers
 from api.online_schemas import TraceQueryBatch, TraceQueryBody
@@ -167,6 +168,7 @@ def create_online_app(settings: Settings | None = None) -> FastAPI:
     app = FastAPI(title="LiteHit online owner", version="0.1.0", lifespan=lifespan)
     app.state.settings = settings
     install_error_handlers(app)
+    app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
     app.include_router(owner_routes)
     app.include_router(health_routes)
     return app

@@ -26,6 +26,13 @@ class Settings(BaseSettings):
     result_backend: str = "redis://127.0.0.1:6379/1"
     api_token: str | None = Field(default=None, description="when set, every /v1 route needs this bearer token")
     max_upload_bytes: int = 20 << 30
+    max_decompressed_bytes: int = Field(
+        default=256 << 30, ge=1, description="largest decompressed size of an uploaded gzip/zstd trace"
+    )
+    max_body_bytes: int = Field(default=4 << 20, ge=1, description="largest JSON request body (API and online owners)")
+    upload_part_grace_s: float = Field(
+        default=3600.0, ge=0, description="an unfinished upload file untouched this long is an orphan"
+    )
     visibility_timeout_s: int = 6 * 3600
     task_soft_time_limit_s: int = 5 * 3600
     task_max_attempts: int = 3

@@ -3,6 +3,7 @@
 Layout under the storage root::
 
     uploads/<trace_id>/<file name>
+    uploads/<trace_id>/<file name>.part   an upload being received (flock-ed by its writer)
     jobs/<job_id>/work/         stage files of a replay (removed when the job ends)
     jobs/<job_id>/out/          litehit_facts.csv; policies.json, policies.png; window.json, window.png
     jobs/<job_id>/query/        requests.jsonl, curve.json, plot.png
@@ -10,14 +11,18 @@ Layout under the storage root::
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import shutil
+import time
 from pathlib import Path, PurePosixPath
 
 from litehit.errors import StorageError
 
 __all__ = [
     "CURVE_FILE",
+    "PART_SUFFIX",
     "PLOT_FILE",
     "REQUESTS_FILE",
     "SWEEP_PLOT_FILE",
@@ -27,6 +32,7 @@ __all__ = [
     "Storage",
 ]
 
+PART_SUFFIX = ".part"  # an upload being received; renamed to its final name once complete
 REQUESTS_FILE = "requests.jsonl"  # in a query job's directory
 CURVE_FILE = "curve.json"
 PLOT_FILE = "hit_rate.png"
@@ -87,6 +93,35 @@ class Storage:
 
     def remove_work(self, job_id: str) -> None:
         shutil.rmtree(self.work_dir(job_id), ignore_errors=True)
+
+    def remove_orphan_parts(self, grace_s: float) -> list[str]:
+        """Removes unfinished uploads left by a killed API: ``uploads/*/*.part`` files not
+        written to for grace_s seconds and not locked by their writer (an upload in progress
+        holds an flock on its file), then their upload folders if empty. Returns the removed
+        files, relative to the root."""
+        removed: list[str] = []
+        cutoff = time.time() - grace_s
+        for part in sorted((self.root / "uploads").glob(f"*/*{PART_SUFFIX}")):
+            try:
+                with part.open("rb") as f:
+                    if os.fstat(f.fileno()).st_mtime > cutoff:
+                        continue
+                    try:
+                        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    except BlockingIOError:  # an upload in progress is writing it
+                        continue
+                    part.unlink()
+            except OSError:  # gone meanwhile, or unreadable: next sweep
+                continue
+            removed.append(self.relative(part.parent) + "/" + part.name)
+            with contextlib.suppress(OSError):  # not empty: a finished upload lives there too
+                part.parent.rmdir()
+        return removed
+
+    @staticmethod
+    def lock_part(file: int) -> None:
+        """Marks an open ``.part`` file as written by an upload in progress (until closed)."""
+        fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
 
     @staticmethod
     def safe_name(name: str) -> str:

@@ -100,6 +100,7 @@ def sweep(session: Session, settings: Settings, enqueue: Enqueue) -> list[str]:
     for model, stage, task in PARTS:
         actions += _resend_parts(session, settings, storage, model, stage, task, send, now, stale)
     session.commit()
+    actions += [f"removed unfinished upload {p}" for p in storage.remove_orphan_parts(settings.upload_part_grace_s)]
     return actions
 
 

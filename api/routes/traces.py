@@ -8,7 +8,7 @@ import io
 import os
 import shutil
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, BinaryIO
 
 from fastapi import APIRouter, Query, Request
 from sqlalchemy import select
@@ -20,14 +20,51 @@ from api.errors import ApiError
 from api.routes.common import findable, paginate
 from api.schemas import ErrorResponse, Page, TracePublic
 from litehit.db.models import Trace, new_id
-from litehit.errors import LiteHitError
+from litehit.errors import LiteHitError, TraceError
 from litehit.spec import TraceFormat
+from litehit.storage import PART_SUFFIX, Storage
 from litehit.traces.formats import detect_format
-from litehit.traces.source import GZIP_MAGIC, ZSTD_MAGIC
+from litehit.traces.source import BOM, GZIP_MAGIC, READ_ERRORS, ZSTD_MAGIC, open_trace
 
 router = APIRouter(prefix="/traces", tags=["traces"])
 
 WRITE_BATCH_BYTES = 1 << 20  # pieces of the request body are written and hashed in batches of this size
+SCAN_BYTES = 1 << 20  # the decompressing scan reads this much at a time
+MAX_BLANK_PREFIX = 1 << 20  # the first row must start within this many (decompressed) bytes
+BLANK = b" \t\r\n\x0b\x0c"
+
+
+def scan_decompressed(path: Path, compressed: bool, limit: int) -> bool:
+    """Reads a trace as the replay will (decompressed), fast and bounded: whether it has a
+    non-blank byte within its first MAX_BLANK_PREFIX bytes (False: no rows at all); 413 once a
+    compressed trace decompresses to more than ``limit`` bytes, 422 for a long blank prefix.
+    A plain trace is read only up to its first row."""
+    total, first_row = 0, -1
+    with open_trace(path) as stream:
+        while chunk := _read(stream, path):
+            if first_row < 0:
+                text = chunk[len(BOM) :] if total == 0 and chunk.startswith(BOM) else chunk
+                if text.strip(BLANK):
+                    first_row = total
+                elif total + len(chunk) > MAX_BLANK_PREFIX:
+                    raise ApiError(
+                        422, "unknown_trace_format", f"the trace starts with more than {MAX_BLANK_PREFIX} blank bytes"
+                    )
+            total += len(chunk)
+            if compressed and total > limit:
+                raise ApiError(
+                    413, "payload_too_large", f"the trace decompresses to more than the limit of {limit} bytes"
+                )
+            if first_row >= 0 and not compressed:
+                break
+    return first_row >= 0
+
+
+def _read(stream: BinaryIO, path: Path) -> bytes:
+    try:
+        return stream.read(SCAN_BYTES)
+    except READ_ERRORS as exc:
+        raise TraceError(str(path), 0, f"cannot read (corrupt or truncated compressed data?): {exc}") from None
 
 
 class _Upload:
@@ -35,9 +72,9 @@ class _Upload:
     the request and counts bytes; writing, hashing, fsync and the format check run in worker
     threads, one call at a time."""
 
-    def __init__(self, final: Path, limit: int) -> None:
-        self.final, self.limit = final, limit
-        self.tmp = final.with_name(final.name + ".part")
+    def __init__(self, final: Path, limit: int, decompressed_limit: int) -> None:
+        self.final, self.limit, self.decompressed_limit = final, limit, decompressed_limit
+        self.tmp = final.with_name(final.name + PART_SUFFIX)
         self.digest = hashlib.sha256()
         self.size, self.head = 0, b""
         self.batch: list[bytes] = []
@@ -47,6 +84,7 @@ class _Upload:
     def open(self) -> None:
         self.final.parent.mkdir(parents=True, exist_ok=True)
         self.file = self.tmp.open("wb")
+        Storage.lock_part(self.file.fileno())  # the orphan sweep leaves a locked .part alone
 
     def take(self, piece: bytes) -> bytes | None:
         """Counts a piece of the body (413 past the limit); returns a batch once it is due."""
@@ -80,7 +118,8 @@ class _Upload:
         if self.size == 0:
             raise ApiError(422, "empty_upload", "the request body is empty")
         try:
-            fmt = detect_format(self.tmp)
+            has_rows = scan_decompressed(self.tmp, self.compression != "none", self.decompressed_limit)
+            fmt = detect_format(self.tmp) if has_rows else None
         except LiteHitError as exc:
             raise ApiError(422, "unknown_trace_format", str(exc).replace(str(self.tmp), self.final.name)) from None
         if fmt is None:
@@ -125,7 +164,8 @@ async def upload_trace(
     if declared and declared.isdigit() and int(declared) > limit:
         raise ApiError(413, "payload_too_large", f"the upload is {declared} bytes; the limit is {limit}")
     trace_id = new_id()
-    upload = _Upload(storage.upload_dir(trace_id) / storage.safe_name(name), limit)
+    final = storage.upload_dir(trace_id) / storage.safe_name(name)
+    upload = _Upload(final, limit, decompressed_limit=settings.max_decompressed_bytes)
     try:
         await run_in_threadpool(upload.open)
         async for piece in request.stream():
