@@ -11,29 +11,26 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import delete, select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, object_session
 
 from litehit.capacity import capacity_blocks
 from litehit.db.models import Job, SweepRun, utcnow
-from litehit.db.states import JobState, LaneState, Stage
+from litehit.db.states import LaneState, Stage
 from litehit.errors import ReplayCancelled
 from litehit.policies.options import SweepOptions, check_sweepable
 from litehit.policies.plot import plot_sweep
 from litehit.policies.result import LruCheck, PolicyResult, PolicySweepResult, WaLane
 from litehit.policies.runs import LruComparison, PolicyRun, RunKey
 from litehit.policies.sweep import assemble_result, run_keys
-from litehit.publish import AtomicPublisher
 from litehit.replay.plan import ReplayPlan, make_plan
 from litehit.replay.staged import iter_lane_work, read_manifest
 from litehit.settings import Settings
 from litehit.spec import ReplaySpec, TraceFormat
 from litehit.storage import SWEEP_PLOT_FILE, SWEEP_RESULT_FILE, Storage
-from worker.errors import TRANSIENT
+from worker.jobs.merge_task import Merged, run_publish_merge
 from worker.jobs.parse import parse_job_trace, runtime_spec
 from worker.jobs.part_task import run_part
 from worker.jobs.state import (
-    claim_job_stage,
-    fail_job_from,
     heartbeat_part,
     job_should_stop,
 )
@@ -184,34 +181,16 @@ def sweep_result(spec: ReplaySpec, options: SweepOptions, rows: list[SweepRun], 
 
 def run_sweep_merge(session: Session, settings: Settings, job_id: str) -> str:
     """Stage 3: policies.json and its plot from the rows, published atomically."""
-    storage = Storage(settings.storage)
-    if not claim_job_stage(session, job_id, (Stage.MERGE,), Stage.MERGE, settings.stale_after_s):
-        return "skipped"
-    job = session.get(Job, job_id)
-    assert job is not None
-    try:
-        options = SweepOptions.model_validate(job.spec["sweep"])
-        spec = runtime_spec(job.spec["config"], job.id, storage)
-        manifest = read_manifest(storage.work_dir(job_id))
-        rows = list(session.scalars(select(SweepRun).where(SweepRun.job_id == job_id).order_by(SweepRun.run)))
-        result = sweep_result(spec, options, rows, TraceFormat(manifest.trace_format))
-        out = storage.out_dir(job_id)
-        out.mkdir(parents=True, exist_ok=True)
-        with AtomicPublisher(out / SWEEP_RESULT_FILE) as publisher:
-            publisher.write(result.json_bytes())
-            publisher.commit()
-        plot_sweep(result, out / SWEEP_PLOT_FILE)
-    except TRANSIENT:
-        raise
-    except Exception as exc:
-        fail_job_from(session, storage, job_id, exc)
-        return "failed"
-    job = session.get(Job, job_id)
-    assert job is not None
-    job.output_path = storage.relative(out / SWEEP_RESULT_FILE)
-    job.stats = {**job.stats, "runs": len(rows), "lanes": len(result.lanes), "wa_life_s": result.wa.life_s}
-    job.state, job.stage, job.finished_at = JobState.SUCCEEDED, Stage.DONE, utcnow()
-    job.progress = {**job.progress, "stage": Stage.DONE}
-    session.commit()
-    storage.remove_work(job_id)
-    return "succeeded"
+    return run_publish_merge(session, settings, job_id, SWEEP_RESULT_FILE, SWEEP_PLOT_FILE, _merge_sweep)
+
+
+def _merge_sweep(job: Job, storage: Storage) -> Merged:
+    session = object_session(job)
+    assert session is not None
+    options = SweepOptions.model_validate(job.spec["sweep"])
+    spec = runtime_spec(job.spec["config"], job.id, storage)
+    manifest = read_manifest(storage.work_dir(job.id))
+    rows = list(session.scalars(select(SweepRun).where(SweepRun.job_id == job.id).order_by(SweepRun.run)))
+    result = sweep_result(spec, options, rows, TraceFormat(manifest.trace_format))
+    stats = {"runs": len(rows), "lanes": len(result.lanes), "wa_life_s": result.wa.life_s}
+    return Merged(result.json_bytes(), lambda path: plot_sweep(result, path), stats)

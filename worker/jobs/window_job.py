@@ -14,11 +14,11 @@ from typing import Any
 
 import numpy as np
 from sqlalchemy import delete, select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, object_session
 
 from litehit.capacity import capacity_blocks
 from litehit.db.models import Job, WindowLane, utcnow
-from litehit.db.states import JobState, LaneState, Stage
+from litehit.db.states import LaneState, Stage
 from litehit.errors import ReplayCancelled
 from litehit.policies.options import check_sweepable
 from litehit.publish import AtomicPublisher
@@ -32,12 +32,10 @@ from litehit.window.options import WindowOptions
 from litehit.window.plot import plot_window
 from litehit.window.result import LaneWindow, MissReport, Outcomes, WindowResult, WindowSettings
 from litehit.window.runs import WindowRun
-from worker.errors import TRANSIENT
+from worker.jobs.merge_task import Merged, run_publish_merge
 from worker.jobs.parse import parse_job_trace, runtime_spec
 from worker.jobs.part_task import run_part
 from worker.jobs.state import (
-    claim_job_stage,
-    fail_job_from,
     heartbeat_part,
     job_should_stop,
 )
@@ -186,33 +184,15 @@ def window_result(options: WindowOptions, rows: list[WindowLane], work: Path) ->
 
 def run_window_merge(session: Session, settings: Settings, job_id: str) -> str:
     """Stage 3: window.json and its plot from the rows, published atomically."""
-    storage = Storage(settings.storage)
-    if not claim_job_stage(session, job_id, (Stage.MERGE,), Stage.MERGE, settings.stale_after_s):
-        return "skipped"
-    job = session.get(Job, job_id)
-    assert job is not None
-    try:
-        options = WindowOptions.model_validate(job.spec["window"])
-        query = select(WindowLane).where(WindowLane.job_id == job_id).order_by(WindowLane.lane)
-        rows = list(session.scalars(query))
-        result = window_result(options, rows, storage.work_dir(job_id))
-        out = storage.out_dir(job_id)
-        out.mkdir(parents=True, exist_ok=True)
-        with AtomicPublisher(out / WINDOW_RESULT_FILE) as publisher:
-            publisher.write(result.json_bytes())
-            publisher.commit()
-        plot_window(result, out / WINDOW_PLOT_FILE)
-    except TRANSIENT:
-        raise
-    except Exception as exc:
-        fail_job_from(session, storage, job_id, exc)
-        return "failed"
-    job = session.get(Job, job_id)
-    assert job is not None
-    job.output_path = storage.relative(out / WINDOW_RESULT_FILE)
-    job.stats = {**job.stats, "lanes": len(rows), "window_s": result.overall.window_s}
-    job.state, job.stage, job.finished_at = JobState.SUCCEEDED, Stage.DONE, utcnow()
-    job.progress = {**job.progress, "stage": Stage.DONE}
-    session.commit()
-    storage.remove_work(job_id)
-    return "succeeded"
+    return run_publish_merge(session, settings, job_id, WINDOW_RESULT_FILE, WINDOW_PLOT_FILE, _merge_window)
+
+
+def _merge_window(job: Job, storage: Storage) -> Merged:
+    session = object_session(job)
+    assert session is not None
+    options = WindowOptions.model_validate(job.spec["window"])
+    query = select(WindowLane).where(WindowLane.job_id == job.id).order_by(WindowLane.lane)
+    rows = list(session.scalars(query))
+    result = window_result(options, rows, storage.work_dir(job.id))
+    stats = {"lanes": len(rows), "window_s": result.overall.window_s}
+    return Merged(result.json_bytes(), lambda path: plot_window(result, path), stats)
