@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+import logging
 import math
 from typing import Any
 
@@ -24,6 +26,7 @@ from litehit.errors import (
     UnknownInstance,
     WrongShard,
 )
+from litehit.publish import storage_reason
 from litehit.spec import error_subject
 
 __all__ = ["ApiError", "error_body", "install_error_handlers"]
@@ -56,6 +59,11 @@ ONLINE_STATUS: dict[type[OnlineError], tuple[int, str]] = {
 TOO_DEEP = "the JSON body nests too deeply"
 DB_RETRY_AFTER_S = 5
 """Retry-After of the 503 answered while the database cannot be reached."""
+STORAGE_RETRY_AFTER_S = 60
+"""Retry-After of the 503 answered while the storage is full or read-only."""
+STORAGE_TROUBLE = (errno.ENOSPC, errno.EDQUOT, errno.EROFS)
+
+log = logging.getLogger("litehit.api")
 
 
 def error_body(code: str, message: str, details: list[dict[str, Any]] | None = None) -> dict[str, Any]:
@@ -140,6 +148,24 @@ def install_error_handlers(app: FastAPI) -> None:
             status_code=503,
             headers={"Retry-After": str(DB_RETRY_AFTER_S)},
         )
+
+    # A full or read-only storage (an upload, a job's folder) is said so, without its path.
+    @app.exception_handler(OSError)
+    async def storage_unavailable(request: Request, exc: OSError) -> JSONResponse:
+        if exc.errno not in STORAGE_TROUBLE:
+            return await internal_error(request, exc)
+        return JSONResponse(
+            error_body("service_unavailable", f"{storage_reason(exc)}; nothing was stored, retry later"),
+            status_code=503,
+            headers={"Retry-After": str(STORAGE_RETRY_AFTER_S)},
+        )
+
+    # Anything else is a bug: logged with its traceback, answered in the same shape, its
+    # details (paths, values) kept out of the answer.
+    @app.exception_handler(Exception)
+    async def internal_error(_: Request, exc: Exception) -> JSONResponse:
+        log.error("internal error: %s: %s", type(exc).__name__, exc, exc_info=exc)
+        return JSONResponse(error_body("internal_error", f"internal error ({type(exc).__name__})"), status_code=500)
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:

@@ -18,9 +18,9 @@ import httpx
 from fastapi import APIRouter, Depends, FastAPI
 
 from api.body_limit import BodyLimit
-from api.deps import require_token
+from api.deps import Admission, require_token
 from api.errors import install_error_handlers
-from api.routes import health, online, policy_sweeps, queries, replays, traces, windows
+from api.routes import health, online, policy_sweeps, profiles, queries, replays, reports, traces, windows
 from litehit.db.session import session_scope
 from litehit.settings import Settings, get_settings
 from litehit.storage import Storage
@@ -61,6 +61,7 @@ def create_app(settings: Settings | None = None, *, enqueue: Callable[..., None]
         # As many request threads as database connections: no thread waits for a connection,
         # and fewer threads contend for the GIL under load.
         anyio.to_thread.current_default_thread_limiter().total_tokens = settings.db_pool_size
+        app.state.admission = Admission(settings)  # job submissions beyond its limit get 503 + Retry-After
         # The app's long-lived objects never become garbage: keep the collector from rescanning
         # them, which would otherwise show up as latency spikes.
         gc.freeze()
@@ -84,7 +85,7 @@ def create_app(settings: Settings | None = None, *, enqueue: Callable[..., None]
     install_error_handlers(app)
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes, exempt=_is_upload)
     v1 = APIRouter(prefix="/v1", dependencies=[Depends(require_token)])
-    for module in (traces, replays, queries, policy_sweeps, windows, online):
+    for module in (traces, replays, queries, reports, policy_sweeps, windows, profiles, online):
         v1.include_router(module.router)
     app.include_router(v1)
     app.include_router(health.router)

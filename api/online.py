@@ -4,7 +4,8 @@ Design (one place per instance, arrival order, scale out by instance):
 - Instances are split into LITEHIT_ONLINE_SHARDS shards by a stable hash of their id
   (litehit.online.store.shard_of). Each shard has exactly one owner process, this app started
   with LITEHIT_ONLINE_SHARD=<i>; it holds a lease row in SQL, renewed every few seconds, and a
-  second process for the same shard refuses to start while the lease is alive.
+  second process for the same shard refuses to start while the lease is alive. SIGTERM (a
+  graceful uvicorn shutdown) releases it; a dead owner's lease is taken over (ShardOwner.claim).
 - The owner's state and rules live in litehit.online.owner.ShardOwner, built at startup; the
   routes here only translate HTTP to its calls.
 - Handlers are ``async`` and do their (C) work inline on the event loop: requests are applied
@@ -150,7 +151,7 @@ def create_online_app(settings: Settings | None = None) -> FastAPI:
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         owner = ShardOwner(settings)
-        owner.claim()
+        await anyio.to_thread.run_sync(owner.claim)  # may wait for a dead owner's lease to expire
         try:
             owner.restore()
             app.state.owner = owner

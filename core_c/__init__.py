@@ -4,6 +4,7 @@
 - ``prefix_hash`` / ``prefix_hash_next`` / ``normalize`` / ``normalize_batch``: preprocessing.
 - ``project_blocks`` / ``project_bytes`` / ``project_infinite``: the only capacity -> hits code.
 - ``PolicySim``: a fixed-capacity cache under an eviction policy (what-if; not a facts producer).
+- ``ProfileRecorder``: what a workload profile is computed from, recorded alongside a lane.
 - ``CoreError`` and subclasses: one per C status code.
 """
 
@@ -25,6 +26,7 @@ from core_c.preprocess import (
     prefix_hash,
     prefix_hash_next,
 )
+from core_c.profile import ProfileArrays, ProfileRecorder, ProfileStats
 from core_c.project import project_batch, project_blocks, project_bytes, project_infinite
 
 __all__ = [
@@ -46,6 +48,9 @@ __all__ = [
     "NormalizedRequest",
     "PolicySim",
     "PolicySimStats",
+    "ProfileArrays",
+    "ProfileRecorder",
+    "ProfileStats",
     "normalize",
     "normalize_batch",
     "prefix_hash",

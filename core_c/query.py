@@ -14,7 +14,12 @@ from core_c._arrays import copied, ptr
 from core_c._core import ffi, lib
 from core_c.errors import new_error_buffer, parse_error_message, raise_for_status
 
-__all__ = ["FactsChunk", "FactsReader", "format_g"]
+__all__ = ["SLOT_BLOCKS", "SLOT_BYTES", "SLOT_INFINITE", "SLOT_TOKENS", "FactsChunk", "FactsReader", "format_g"]
+
+SLOT_BYTES = int(lib.LH_SLOT_BYTES)  # what a capacity slot's value means (lh_query.h)
+SLOT_INFINITE = int(lib.LH_SLOT_INFINITE)
+SLOT_BLOCKS = int(lib.LH_SLOT_BLOCKS)
+SLOT_TOKENS = int(lib.LH_SLOT_TOKENS)
 
 
 @dataclass
@@ -60,23 +65,24 @@ class FactsChunk:
 
     def query(
         self,
-        slot_bytes: npt.NDArray[np.uint64],
-        slot_inf: npt.NDArray[np.uint8],
+        slot_value: npt.NDArray[np.uint64],
+        slot_kind: npt.NDArray[np.uint8],
         group: npt.NDArray[np.int32],
         sums: tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint64], npt.NDArray[np.uint64], npt.NDArray[np.uint64]],
         *,
         sink: Callable[[memoryview], object] | None = None,
     ) -> None:
         """Projects every row at every slot and adds to sums (blocks, tokens, requests, input
-        tokens). With ``sink``, the per-request JSONL rows are rendered and handed to it in
+        tokens); slot s is slot_value[s] in the unit slot_kind[s] names (SLOT_BYTES, SLOT_INFINITE,
+        SLOT_BLOCKS, SLOT_TOKENS). With ``sink``, the per-request JSONL rows are rendered and handed to it in
         pieces (the memoryview is only valid during the call)."""
         t = self._check()
-        n_slots = len(slot_bytes)
+        n_slots = len(slot_value)
         done = ffi.new("size_t *")
         err = new_error_buffer()
         args = (
-            ptr("uint64_t[]", slot_bytes),
-            ptr("uint8_t[]", slot_inf),
+            ptr("uint64_t[]", slot_value),
+            ptr("uint8_t[]", slot_kind),
             n_slots,
             ptr("int32_t[]", group),
             ptr("uint64_t[]", sums[0]),

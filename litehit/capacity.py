@@ -17,7 +17,15 @@ from fractions import Fraction
 
 from litehit.errors import QueryError
 
-__all__ = ["DEFAULT_TARGETS", "GIB", "CapacitySlot", "capacity_blocks", "parse_capacities"]
+__all__ = [
+    "DEFAULT_TARGETS",
+    "GIB",
+    "UNITS_HELP",
+    "CapacitySlot",
+    "capacity_blocks",
+    "format_bytes",
+    "parse_capacities",
+]
 
 GIB = 1 << 30
 DEFAULT_TARGETS = (0.5, 0.9, 0.95, 0.99)  # fractions of the infinite-capacity hit rate
@@ -29,29 +37,87 @@ _INFINITY = re.compile(r"\s*\+?inf(inity)?\s*", re.IGNORECASE)
 
 @dataclass(frozen=True, slots=True)
 class CapacitySlot:
-    """One capacity of a query: gb < 0 (or +inf) is infinite; otherwise binary GiB."""
+    """One capacity of a query.
 
-    capacity_gb: float
+    - ``unit == "GiB"``: a plain number, binary GiB as the original reads it (negative or +inf:
+      infinite), ``capacity_gb`` that number;
+    - ``unit == "bytes"``: given with a byte unit (``512MiB``, ``1.5TiB``): ``count`` exact bytes,
+      ``capacity_gb`` the same in GiB (for display);
+    - ``unit == "blocks"`` / ``"tokens"``: ``count`` blocks, or tokens (floor(tokens / block size)
+      blocks in each lane); ``capacity_gb`` is None: the bytes depend on the lane."""
+
+    capacity_gb: float | None
+    unit: str = "GiB"
+    count: int = 0
 
     @property
     def infinite(self) -> bool:
-        return self.capacity_gb < 0 or math.isinf(self.capacity_gb)
+        return (
+            self.unit == "GiB"
+            and self.capacity_gb is not None
+            and (self.capacity_gb < 0 or math.isinf(self.capacity_gb))
+        )
 
     @property
-    def recorded_gb(self) -> float:
-        """The capacity as a job records it in JSON: -1.0 when infinite (JSON has no Infinity)."""
-        return -1.0 if self.infinite else self.capacity_gb
+    def per_lane(self) -> bool:
+        """True for blocks and tokens: a capacity whose bytes depend on the lane."""
+        return self.unit in ("blocks", "tokens")
+
+    @property
+    def recorded_gb(self) -> float | str:
+        """The capacity as a job records it in JSON (and parse_capacities reads back): the GiB
+        number (-1.0 when infinite: JSON has no Infinity), or the exact text of a unit capacity."""
+        if self.unit == "GiB":
+            assert self.capacity_gb is not None
+            return -1.0 if self.infinite else self.capacity_gb
+        return f"{self.count}{'B' if self.unit == 'bytes' else self.unit}"
+
+    @property
+    def label(self) -> str:
+        """``inf``, ``2 GiB``, ``512 MiB``, ``20,000 blocks``, ``1,000,000 tokens``."""
+        if self.infinite:
+            return "inf"
+        if self.unit == "GiB":
+            return f"{self.capacity_gb:g} GiB"
+        if self.unit == "bytes":
+            return format_bytes(self.count)
+        return f"{self.count:,} {self.unit}"
 
     @property
     def capacity_bytes(self) -> int:
-        """floor(gb x 1024^3), exact, saturating at 2^64 - 1 (also the infinite slot's value)."""
+        """Bytes: floor(gb x 1024^3) exactly, or the given bytes, saturating at 2^64 - 1 (also the
+        infinite slot's value). ValueError for blocks and tokens (their bytes depend on the lane)."""
+        if self.per_lane:
+            raise ValueError(f"a capacity of {self.label} has no bytes of its own")
         if self.infinite:
             return U64_MAX
+        if self.unit == "bytes":
+            return min(self.count, U64_MAX)
+        assert self.capacity_gb is not None
         return min(_exact_bytes(self.capacity_gb), U64_MAX)
 
-    def blocks(self, block_bytes: int) -> int | None:
-        """Capacity in blocks of block_bytes (None when infinite); see capacity_blocks."""
-        return capacity_blocks(self.capacity_gb, block_bytes)
+    def blocks(self, block_bytes: int, block_size: int = 1) -> int | None:
+        """Capacity in blocks of block_bytes bytes and block_size tokens (None when infinite)."""
+        if self.infinite:
+            return None
+        if self.unit == "blocks":
+            return min(self.count, INT64_MAX)
+        if self.unit == "tokens":
+            return min(self.count // block_size, INT64_MAX)
+        if self.unit == "GiB":
+            assert self.capacity_gb is not None
+            return capacity_blocks(self.capacity_gb, block_bytes)
+        if block_bytes <= 0:
+            raise ValueError("block_bytes must be positive")
+        return min(self.count // block_bytes, INT64_MAX)
+
+
+def format_bytes(n: int) -> str:
+    """A byte count in the largest binary unit (KiB .. TiB) that keeps it >= 1, 4 significant digits."""
+    for unit, size in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            return f"{n / size:.4g} {unit}"
+    return f"{n} B"
 
 
 def _exact_bytes(capacity_gb: float) -> int:
@@ -68,9 +134,50 @@ def capacity_blocks(capacity_gb: float, block_bytes: int) -> int | None:
     return min(_exact_bytes(capacity_gb) // block_bytes, INT64_MAX)
 
 
+_BYTE_UNITS = {"b": 1, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40, "pib": 1 << 50}
+_DECIMAL_BYTE_UNITS = {"kb", "mb", "gb", "tb", "pb"}
+_COUNT_PREFIXES = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9}
+_WITH_UNIT = re.compile(r"\s*(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*([a-zA-Z]+)\s*")
+UNITS_HELP = (
+    "a number of GiB, or a number with a unit: B, KiB, MiB, GiB, TiB, PiB, blocks, tokens (K/M/G prefixes: 1Mtokens)"
+)
+
+
+def _amount(match: re.Match[str]) -> Fraction:
+    """The number exactly, saturating at 2^64 - 1 (larger than any cache at every unit); an
+    exponent beyond +-60 is read as that saturation, or as 0 (below one byte, block or token)."""
+    exponent = int(match.group(2)[1:]) if match.group(2) else 0
+    mantissa = Fraction(match.group(1))
+    if mantissa == 0 or exponent < -60:
+        return Fraction(0)
+    if exponent > 60:
+        return Fraction(U64_MAX)
+    return min(mantissa * Fraction(10) ** exponent, Fraction(U64_MAX))
+
+
+def _with_unit(text: str, match: re.Match[str]) -> CapacitySlot:
+    amount = _amount(match)
+    unit = match.group(3).lower()
+    if unit in _BYTE_UNITS:
+        count = min(math.floor(amount * _BYTE_UNITS[unit]), U64_MAX)
+        return CapacitySlot(count / GIB, "bytes", count)
+    if unit in _DECIMAL_BYTE_UNITS:
+        raise QueryError(f"invalid capacity {text}: capacities are binary, write {unit[0].upper()}iB")
+    for name in ("blocks", "tokens"):
+        prefix = unit.removesuffix(name)
+        if unit.endswith(name) and prefix in _COUNT_PREFIXES:
+            exact = amount * _COUNT_PREFIXES[prefix]
+            if exact.denominator != 1:
+                raise QueryError(f"invalid capacity {text}: a whole number of {name}")
+            return CapacitySlot(None, name, min(int(exact), U64_MAX))
+    raise QueryError(f"invalid capacity {text}: unknown unit {match.group(3)!r} ({UNITS_HELP})")
+
+
 def parse_capacities(values: Sequence[str | float]) -> list[CapacitySlot]:
-    """Capacities as given: order kept, duplicates and 0 allowed, negative = infinite. Text is
-    read like strtod (decimal, optional sign/exponent, "inf"); anything else is rejected."""
+    """Capacities as given: order kept, duplicates and 0 allowed. A plain number is GiB read like
+    strtod (decimal, optional sign/exponent, "inf"; negative = infinite), as the original does; a
+    number with a unit (512MiB, 1.5TiB, 20000blocks, 1Mtokens) is exact. Anything else is
+    rejected."""
     if not values:
         raise QueryError("at least one capacity_gb is required")
     slots = []
@@ -80,6 +187,9 @@ def parse_capacities(values: Sequence[str | float]) -> list[CapacitySlot]:
                 number = math.inf
             elif _DECIMAL.fullmatch(value):
                 number = float(value)
+            elif match := _WITH_UNIT.fullmatch(value):
+                slots.append(_with_unit(value, match))
+                continue
             else:
                 raise QueryError(f"invalid capacity_gb: {value}")
         else:

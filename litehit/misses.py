@@ -22,6 +22,7 @@ import numpy as np
 from core_c.lane import CUT_COLD, CUT_EXPIRED
 from litehit.capacity import CapacitySlot
 from litehit.facts import FactsStream
+from litehit.query import slot_arrays
 
 __all__ = ["Attribution", "attribute_misses"]
 
@@ -29,7 +30,8 @@ __all__ = ["Attribution", "attribute_misses"]
 @dataclass(frozen=True)
 class Attribution:
     instance_id: str
-    capacity_gb: float
+    capacity_gb: float | None  # None for a capacity in blocks or tokens
+    capacity: str  # the capacity as a label: "inf", "2 GiB", "512 MiB", "20,000 blocks"
     input_tokens: int
     hit: int
     evicted: int
@@ -46,8 +48,7 @@ def attribute_misses(path: str | Path, slots: Sequence[CapacitySlot]) -> tuple[b
     """Per instance (byte order of ids) and slot. Returns (facts are extended, attributions)."""
     all_slots = [*slots, CapacitySlot(-1.0)]  # the infinite value separates hits from evictions
     n = len(all_slots)
-    slot_bytes = np.array([s.capacity_bytes for s in all_slots], dtype=np.uint64)
-    slot_inf = np.array([s.infinite for s in all_slots], dtype=np.uint8)
+    slot_values, slot_kinds = slot_arrays(all_slots)
     stream = FactsStream(path)
     cap = 16
     sums = _zeros(cap, n)
@@ -60,7 +61,7 @@ def attribute_misses(path: str | Path, slots: Sequence[CapacitySlot]) -> tuple[b
             sums = (_grow(sums[0], cap * n), _grow(sums[1], cap * n), _grow(sums[2], cap), _grow(sums[3], cap))
             full = _grow(full, cap)
             beyond = {k: _grow(v, cap) for k, v in beyond.items()}
-        chunk.query(slot_bytes, slot_inf, groups, sums)
+        chunk.query(slot_values, slot_kinds, groups, sums)
         bs, blocks, cut = chunk.column("block_size"), chunk.column("blocks"), chunk.column("cut")
         seg_offsets, segs = chunk.column("seg_offsets"), chunk.column("segs")
         rows_of_seg = np.repeat(np.arange(chunk.rows), np.diff(seg_offsets))
@@ -79,6 +80,7 @@ def attribute_misses(path: str | Path, slots: Sequence[CapacitySlot]) -> tuple[b
                 Attribution(
                     instance_id=stream.instances.names[g].decode("utf-8", "replace"),
                     capacity_gb=slot.capacity_gb,
+                    capacity=slot.label,
                     input_tokens=int(inputs[g]),
                     hit=int(row[i]),
                     evicted=int(row[-1] - row[i]),

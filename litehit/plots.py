@@ -36,6 +36,9 @@ COLORS = {
     "cold_or_expired": "#1565c0",
     "tail": "#9e9e9e",
 }
+LABELS = {"cold_or_expired": "cold or expired", "tail": "incomplete last block"}
+LINE_STYLES = ("-", "--", "-.", ":")
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 
 
 def _gib_label(x: float, _pos: object = None) -> str:
@@ -75,17 +78,24 @@ def plot_facts(
     out_dir: str | Path,
     *,
     capacities: Sequence[CapacitySlot] = (),
+    targets: Sequence[float] = (),
     formats: Sequence[str] = ("png", "svg"),
 ) -> list[Path]:
-    """Writes hit_rate.{png,svg} and misses.{png,svg} into out_dir; returns the files."""
+    """Writes hit_rate.{png,svg} and misses.{png,svg} into out_dir; returns the files. Each lane
+    has its own colour, line style and marker; the asked capacities are marked, and so is where
+    each lane reaches each target fraction of its plateau."""
     out = Path(out_dir)
     make_output_dir(out)
-    curves = exact_curves(facts)
-    marks = [min(s.capacity_gb, MAX_AXIS_GIB) for s in capacities if not s.infinite and s.capacity_gb > 0]
+    curves = exact_curves(facts, targets) if targets else exact_curves(facts)
+    marks = [  # a capacity in blocks or tokens has no place on one GiB axis
+        min(s.capacity_bytes / GIB, MAX_AXIS_GIB)
+        for s in capacities
+        if not s.infinite and not s.per_lane and s.capacity_bytes > 0
+    ]
     grid = _grid(curves, marks)
     written: list[Path] = []
 
-    fig, ax = plt.subplots(figsize=(9, 5.5), layout="constrained")
+    fig, ax = plt.subplots(figsize=(11, 5.5), layout="constrained")
     for i, curve in enumerate(curves):
         color = f"C{i % 10}"
         ax.step(
@@ -94,9 +104,25 @@ def plot_facts(
             where="post",
             color=color,
             lw=1.8,
+            ls=LINE_STYLES[i % len(LINE_STYLES)],
+            marker=MARKERS[i % len(MARKERS)],
+            markevery=(i * 7 % 40, 40),  # staggered, so lanes on the same curve stay apart
+            markersize=5,
             label=f"{curve.instance_id}  (∞: {curve.plateau.hit_rate:.1%})",
         )
-        ax.axhline(curve.plateau.hit_rate, color=color, ls="--", lw=0.9, alpha=0.7)
+        ax.axhline(curve.plateau.hit_rate, color=color, ls=(0, (1, 3)), lw=0.9, alpha=0.7)
+        for fraction, index in sorted(curve.targets.items()):
+            point = curve.point(index)
+            x = min(max(point.capacity_bytes, 1) / GIB, MAX_AXIS_GIB)
+            ax.plot([x], [point.hit_rate], marker=MARKERS[i % len(MARKERS)], ms=9, mfc="none", mec=color, mew=1.6)
+            ax.annotate(
+                f"{fraction:.0%}",
+                (x, point.hit_rate),
+                textcoords="offset points",
+                xytext=(5, -11),
+                fontsize=7,
+                color=color,
+            )
     for x in marks:
         ax.axvline(x, color="0.35", ls=":", lw=1)
         ax.annotate(
@@ -114,9 +140,10 @@ def plot_facts(
     ax.set_ylim(0, max([c.plateau.hit_rate for c in curves] + [0.05]) * 1.08)
     ax.set_xlabel("KV-cache capacity per instance (binary units, log scale)")
     ax.set_ylabel("prefix hit rate (tokens)")
-    ax.set_title("Exact LRU prefix hit rate vs capacity (dashed: infinite capacity)")
+    title = "Exact LRU prefix hit rate vs capacity (dotted: infinite capacity"
+    ax.set_title(title + (", hollow markers: target fractions of it)" if targets else ")"))
     ax.grid(True, which="both", alpha=0.25)
-    ax.legend(loc="lower right", fontsize=9)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=9, title="instance")
     written += save_figure(fig, out / "hit_rate", formats)
 
     extended, parts = attribute_misses(facts, [CapacitySlot(-1.0)])
@@ -139,7 +166,7 @@ def plot_facts(
         ax.stackplot(
             grid,
             *layers.values(),
-            labels=[k.replace("_", " ") for k in layers],
+            labels=[LABELS.get(k, k) for k in layers],
             colors=[COLORS[k] for k in layers],
             alpha=0.9,
             step="post",

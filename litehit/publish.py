@@ -5,6 +5,7 @@ an earlier NAME is left untouched. A lock on the tmp file keeps two writers apar
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
 from pathlib import Path
@@ -13,7 +14,19 @@ from typing import BinaryIO, Self
 
 from litehit.errors import PublishError
 
-__all__ = ["AtomicPublisher", "make_output_dir"]
+__all__ = ["AtomicPublisher", "make_output_dir", "storage_reason"]
+
+_STORAGE_REASONS = {
+    errno.ENOSPC: "the storage is full",
+    errno.EDQUOT: "the storage quota is used up",
+    errno.EROFS: "the storage is read-only",
+}
+
+
+def storage_reason(exc: OSError) -> str:
+    """Why a write failed, in words: a full or read-only storage says so; else the system's
+    reason."""
+    return _STORAGE_REASONS.get(exc.errno or 0) or exc.strerror or str(exc)
 
 
 def make_output_dir(path: str | Path) -> Path:
@@ -25,7 +38,7 @@ def make_output_dir(path: str | Path) -> Path:
     except FileExistsError:
         raise PublishError(f"cannot create the output directory {directory}: a file of that name exists") from None
     except OSError as exc:
-        raise PublishError(f"cannot create the output directory {directory}: {exc.strerror or exc}") from None
+        raise PublishError(f"cannot create the output directory {directory}: {storage_reason(exc)}") from None
     return directory
 
 
@@ -48,14 +61,12 @@ class AtomicPublisher:
         try:
             fd = os.open(self.tmp_path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o644)
         except OSError as exc:
-            raise PublishError(f"failed to open temp facts file [{self.tmp_path}]: {exc.strerror}") from None
+            raise PublishError(f"cannot create {self.tmp_path}: {storage_reason(exc)}") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             os.close(fd)
-            raise PublishError(
-                f"failed to open temp facts file [{self.tmp_path}]: another replay is writing it"
-            ) from None
+            raise PublishError(f"cannot create {self.tmp_path}: another replay is writing it") from None
         os.ftruncate(fd, 0)
         self._file = os.fdopen(fd, "wb", buffering=1 << 20)
         return self
@@ -65,7 +76,7 @@ class AtomicPublisher:
         try:
             self._file.write(data)
         except OSError as exc:
-            raise PublishError(f"write to temp facts file failed: {exc.strerror}") from None
+            raise PublishError(f"cannot write {self.tmp_path}: {storage_reason(exc)}") from None
         self.bytes_written += len(data)
 
     def commit(self) -> None:
@@ -75,11 +86,13 @@ class AtomicPublisher:
             self._file.flush()
             os.fsync(self._file.fileno())
         except OSError as exc:
-            raise PublishError(f"flush of temp facts file failed: {exc.strerror}") from None
+            raise PublishError(f"cannot write {self.tmp_path}: {storage_reason(exc)}") from None
         try:
             os.replace(self.tmp_path, self.final_path)
         except OSError as exc:
-            raise PublishError(f"atomic rename to [{self.final_path}] failed: {exc.strerror}") from None
+            raise PublishError(
+                f"cannot rename {self.tmp_path.name} to {self.final_path}: {storage_reason(exc)}"
+            ) from None
         self.committed = True
         self._close()
         _fsync_dir(self.final_path.parent)

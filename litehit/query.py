@@ -14,7 +14,9 @@ from pathlib import Path
 from typing import Protocol
 
 import numpy as np
+import numpy.typing as npt
 
+from core_c.query import SLOT_BLOCKS, SLOT_BYTES, SLOT_INFINITE, SLOT_TOKENS
 from litehit.capacity import CapacitySlot, parse_capacities
 from litehit.facts import FactsStream
 
@@ -25,8 +27,18 @@ __all__ = [
     "json_string",
     "parse_capacities",
     "query_facts",
+    "slot_arrays",
     "summary_line",
 ]
+
+_KINDS = {"bytes": SLOT_BYTES, "GiB": SLOT_BYTES, "blocks": SLOT_BLOCKS, "tokens": SLOT_TOKENS}
+
+
+def slot_arrays(slots: Sequence[CapacitySlot]) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint8]]:
+    """The slots as the C query reads them: each one's value and what it means (core_c.query)."""
+    values = [s.count if s.per_lane else s.capacity_bytes for s in slots]
+    kinds = [SLOT_INFINITE if s.infinite else _KINDS[s.unit] for s in slots]
+    return np.array(values, dtype=np.uint64), np.array(kinds, dtype=np.uint8)
 
 
 class Writer(Protocol):
@@ -74,19 +86,31 @@ def _numbers(values: Sequence[float | int], fmt: str) -> bytes:
 
 
 def summary_line(summary: Summary, slots: Sequence[CapacitySlot]) -> bytes:
+    """The original's summary line; when a capacity was given with a unit, capacity_gb holds its
+    GiB (null for blocks and tokens, whose bytes depend on the lane) and a last key "capacities"
+    the capacities as given (plain numbers keep the original's bytes exactly)."""
     head = b'{"summary":true,'
     if summary.instance_id is not None:
         head += b'"instance_id":' + json_string(summary.instance_id) + b","
+    gb = (
+        b"["
+        + b",".join(b"null" if s.capacity_gb is None else format(s.capacity_gb, "g").encode() for s in slots)
+        + b"]"
+    )
+    tail = b""
+    if any(s.unit != "GiB" for s in slots):
+        tail = b',"capacities":[' + b",".join(json_string(str(s.recorded_gb).encode()) for s in slots) + b"]"
     return (
         head
         + b'"requests":%d,"total_input_tokens":%d,"capacity_gb":' % (summary.requests, summary.total_input_tokens)
-        + _numbers([s.capacity_gb for s in slots], "g")
+        + gb
         + b',"total_hit_blocks":'
         + _numbers(summary.total_hit_blocks, "d")
         + b',"total_hit_tokens":'
         + _numbers(summary.total_hit_tokens, "d")
         + b',"hit_rates":'
         + _numbers(summary.hit_rates, "g")
+        + tail
         + b"}\n"
     )
 
@@ -94,8 +118,7 @@ def summary_line(summary: Summary, slots: Sequence[CapacitySlot]) -> bytes:
 def query_facts(path: str | Path, slots: Sequence[CapacitySlot], out: Writer | None = None) -> QueryResult:
     """Projects every facts row at every slot. With ``out``, writes the original query's JSONL
     (per-request rows, per-instance summaries, total). Raises FactsError on a malformed row."""
-    slot_bytes = np.array([s.capacity_bytes for s in slots], dtype=np.uint64)
-    slot_inf = np.array([s.infinite for s in slots], dtype=np.uint8)
+    slot_values, slot_kinds = slot_arrays(slots)
     n = len(slots)
     stream = FactsStream(path)
     capacity = 16
@@ -105,7 +128,7 @@ def query_facts(path: str | Path, slots: Sequence[CapacitySlot], out: Writer | N
             while capacity < len(stream.instances):
                 capacity *= 2
             sums = _grow_sums(sums, capacity, n)
-        chunk.query(slot_bytes, slot_inf, groups, sums, sink=None if out is None else out.write)
+        chunk.query(slot_values, slot_kinds, groups, sums, sink=None if out is None else out.write)
     blocks, tokens, requests, inputs = sums
     summaries = [
         Summary(

@@ -40,6 +40,15 @@ class Settings(BaseSettings):
     stale_after_s: float = 30.0
     sweep_interval_s: float = 10.0
     db_pool_size: int = Field(default=16, description="database connections per process (API request threads too)")
+    db_pool_timeout_s: float = Field(
+        default=10.0, gt=0, description="how long a request waits for a pooled database connection before a 503"
+    )
+    admission_limit: int = Field(
+        default=8, ge=1, description="job submissions one API process works on at once (at most db_pool_size)"
+    )
+    admission_wait_s: float = Field(
+        default=5.0, ge=0, description="how long a submission waits for its turn before a 503 with Retry-After"
+    )
     queue: str = "litehit"
     record_jobs: bool = Field(default=True, description="the CLI records its runs in the database")
     online_snapshot_s: float = 10.0

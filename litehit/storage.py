@@ -5,7 +5,8 @@ Layout under the storage root::
     uploads/<trace_id>/<file name>
     uploads/<trace_id>/<file name>.part   an upload being received (flock-ed by its writer)
     jobs/<job_id>/work/         stage files of a replay (removed when the job ends)
-    jobs/<job_id>/out/          litehit_facts.csv; policies.json, policies.png; window.json, window.png
+    jobs/<job_id>/out/          litehit_facts.csv; policies.json, policies.png; window.json, window.png;
+                                profile.json, plots/<name>.png|svg
     jobs/<job_id>/query/        requests.jsonl, curve.json, plot.png
 """
 
@@ -24,6 +25,8 @@ __all__ = [
     "CURVE_FILE",
     "PART_SUFFIX",
     "PLOT_FILE",
+    "PROFILE_PLOT_DIR",
+    "PROFILE_RESULT_FILE",
     "REQUESTS_FILE",
     "SWEEP_PLOT_FILE",
     "SWEEP_RESULT_FILE",
@@ -40,6 +43,8 @@ SWEEP_RESULT_FILE = "policies.json"  # a policy sweep's result (the CLI's -o byt
 SWEEP_PLOT_FILE = "policies.png"
 WINDOW_RESULT_FILE = "window.json"  # a window sizing's result (the CLI's -o bytes)
 WINDOW_PLOT_FILE = "window.png"
+PROFILE_RESULT_FILE = "profile.json"  # a workload profile's result (the CLI's -o bytes)
+PROFILE_PLOT_DIR = "plots"  # its pictures, <name>.png and <name>.svg
 
 
 class Storage:

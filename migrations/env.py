@@ -1,6 +1,11 @@
-"""Alembic environment: the URL comes from LiteHit's settings (or the caller's config)."""
+"""Alembic environment: the URL comes from LiteHit's settings (or the caller's config). Run by
+the ``alembic`` command (compose's ``migrate``), it applies alembic.ini's logging sections, so
+each revision it runs is logged; called from code (litehit.db.migrate) it leaves the caller's
+logging alone."""
 
 from __future__ import annotations
+
+from logging.config import fileConfig
 
 from alembic import context
 from sqlalchemy import create_engine, pool
@@ -9,6 +14,8 @@ from litehit.db.models import Base
 from litehit.settings import get_settings
 
 config = context.config
+if config.config_file_name is not None:
+    fileConfig(config.config_file_name, disable_existing_loggers=False)
 url = config.get_main_option("sqlalchemy.url") or get_settings().db_url
 target_metadata = Base.metadata
 

@@ -183,7 +183,7 @@ def test_plots_are_written_as_png_and_svg(data_dir: Path, tmp_path: Path) -> Non
             text = ET.tostring(ET.parse(path).getroot(), encoding="unicode")
             assert "b512_ttl60" in text and "GiB" in text
     svg = (tmp_path / "plots" / "misses.svg").read_text()
-    assert "expired" in svg and "evicted" in svg and "tail" in svg
+    assert "expired" in svg and "evicted" in svg and "incomplete last block" in svg
 
 
 def test_cli_curve_misses_and_plot(data_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

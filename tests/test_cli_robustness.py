@@ -132,7 +132,7 @@ def error_line(run: Run) -> str:
         (["--block-bytes", "0"], "--block-bytes: must be a positive integer (got 0)"),
     ],
 )
-@pytest.mark.parametrize("command", ["replay", "policies"])
+@pytest.mark.parametrize("command", ["replay", "policies", "profile"])
 def test_bad_shorthand_values_name_the_flag(
     inputs: Inputs, capsys: pytest.CaptureFixture[str], command: str, flags: list[str], message: str
 ) -> None:
@@ -196,8 +196,8 @@ TARGETS = st.one_of(st.sampled_from(["0.9,0.99", "0", "1.5", "abc", "", ",", "na
 @st.composite
 def command_lines(draw: st.DrawFn) -> tuple[str, list[str], str | None, str]:
     """(command, arguments, the source name or None, the -o kind)."""
-    command = draw(st.sampled_from(["replay", "policies", "query", "curve", "misses", "plot"]))
-    if command in ("replay", "policies"):
+    command = draw(st.sampled_from(["replay", "policies", "profile", "query", "curve", "misses", "plot"]))
+    if command in ("replay", "policies", "profile"):
         source = draw(st.sampled_from(SOURCES))
     else:
         source = draw(st.sampled_from(["facts", "facts", "facts", "mooncake", "empty", "junk", "missing", "deep"]))
@@ -207,7 +207,7 @@ def command_lines(draw: st.DrawFn) -> tuple[str, list[str], str | None, str]:
         if draw(st.booleans()):
             args.extend([flag, draw(values)])
 
-    if command in ("replay", "policies"):
+    if command in ("replay", "policies", "profile"):
         maybe("--format", st.sampled_from(["mooncake", "standard", "qwen_bailian", "publisher_log", "bogus"]))
         maybe("--block-size", NUMBERS)
         maybe("--block-sizes", LISTS)

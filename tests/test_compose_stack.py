@@ -40,12 +40,24 @@ def expand(value: str, env: dict[str, str]) -> str:
 
 
 def test_compose_file_shape() -> None:
-    services = load_compose()["services"]
+    compose = load_compose()
+    assert set(compose) == {"x-litehit-env", "services", "volumes"}  # no `name:`: compose v1 refuses it
+    env_file = dict(
+        line.split("=", 1) for line in (ROOT / ".env").read_text().splitlines() if line[:1] not in ("", "#")
+    )
+    assert env_file == {"COMPOSE_PROJECT_NAME": "litehit"}
+    services = compose["services"]
     assert set(services) == {"redis", "postgres", "migrate", "api", "worker", "online", "flower"}
     for name in ("redis", "postgres"):
         assert services[name]["healthcheck"]["test"]
     assert services["migrate"]["command"] == ["alembic", "upgrade", "head"]
-    assert services["migrate"]["depends_on"]["postgres"]["condition"] == "service_healthy"
+    for name in ("migrate", "api", "worker", "online"):  # shutdown stops them before the database
+        assert services[name]["depends_on"]["postgres"]["condition"] == "service_healthy", name
+        assert "@postgres:5432/" in services[name]["environment"]["LITEHIT_DATABASE_URL"]
+    assert "postgres" not in services["flower"]["depends_on"]
+    assert services["migrate"]["build"]["args"]["LITEHIT_PYTHON_IMAGE"] == "${LITEHIT_PYTHON_IMAGE:-python:3.11-slim}"
+    assert services["redis"]["image"] == "${LITEHIT_REDIS_IMAGE:-redis:7-alpine}"
+    assert services["postgres"]["image"] == "${LITEHIT_POSTGRES_IMAGE:-postgres:16-alpine}"
     for name in ("api", "worker"):
         assert services[name]["depends_on"]["migrate"]["condition"] == "service_completed_successfully"
         assert services[name]["depends_on"]["redis"]["condition"] == "service_healthy"
@@ -55,13 +67,19 @@ def test_compose_file_shape() -> None:
     worker = services["worker"]
     assert "container_name" not in worker and "ports" not in worker  # `--scale worker=4` works
     assert services["flower"]["profiles"] == ["flower"]
-    assert services["api"]["ports"] == ["8000:8000"]
+    assert services["api"]["ports"] == ["${LITEHIT_API_PORT:-8000}:8000"]
     online = services["online"]
     assert "--workers" not in online["command"] and "deploy" not in online  # one owner process per shard
     assert online["environment"]["LITEHIT_ONLINE_SHARD"] == "0"
     assert services["api"]["environment"]["LITEHIT_ONLINE_URLS"] == "http://online:8001"
     dockerfile = (ROOT / "Dockerfile").read_text()
     assert "import core_c._core" in dockerfile  # the import smoke test of the image
+    stages = dockerfile.split("\nFROM ")[1:]
+    assert [s.split("\n")[0] for s in stages] == ["${LITEHIT_PYTHON_IMAGE} AS build", "${LITEHIT_PYTHON_IMAGE}"]
+    assert "gcc" in stages[0] and "gcc" not in stages[1]  # compiled in the builder, shipped without a compiler
+    assert "USER litehit" in stages[1]
+    ignored = (ROOT / ".dockerignore").read_text().splitlines()
+    assert {".git", ".venv", "tests", "bench"} <= set(ignored)
 
 
 class Stack:
@@ -149,7 +167,7 @@ def test_compose_services_run_locally_and_serve_a_job(stack: tuple[Stack, dict[s
     names = list(services)
     migrate = s.start("migrate", services["migrate"], names)
     assert migrate.wait(timeout=120) == 0, s.logs["migrate"].read_text()
-    host_port = services["api"]["ports"][0].split(":")[0]
+    host_port = expand(services["api"]["ports"][0], {}).split(":")[0]
     online = s.start("online", services["online"], names)
     wait_for(lambda: _healthy(services["online"], s, names, online), 60, "the online owner", interval=0.3)
     api = s.start("api", services["api"], names)

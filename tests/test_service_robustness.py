@@ -148,7 +148,7 @@ def test_sweep_retries_stale_lanes_and_gives_up_after_max_attempts(service_setti
     sent: list[tuple[Any, ...]] = []
     long_ago = utcnow().replace(year=2000)
     with session_scope(service_settings.db_url) as session:
-        job = Job(kind="replay", spec={}, state="running", stage="lanes", stats={}, progress={}, heartbeat_at=utcnow())
+        job = Job(kind="replay", spec={}, state="running", stage="lanes", stats={}, progress={}, heartbeat_at=long_ago)
         session.add(job)
         session.flush()
         session.add_all(
@@ -197,7 +197,7 @@ def test_sweep_retries_stale_simulations_of_a_policy_sweep(service_settings: Set
             stage="simulate",
             stats={},
             progress={},
-            heartbeat_at=utcnow(),
+            heartbeat_at=long_ago,
         )
         session.add(job)
         session.flush()
@@ -311,7 +311,7 @@ def test_sweep_retries_stale_lanes_of_a_window_sizing(service_settings: Settings
         )
 
     with session_scope(service_settings.db_url) as session:
-        job = Job(kind="window", spec={}, state="running", stage="size", stats={}, progress={}, heartbeat_at=utcnow())
+        job = Job(kind="window", spec={}, state="running", stage="size", stats={}, progress={}, heartbeat_at=long_ago)
         session.add(job)
         session.flush()
         stale, fresh = lane(0, long_ago), lane(1, utcnow())

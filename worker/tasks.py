@@ -10,12 +10,16 @@ from litehit.db.session import session_scope
 from litehit.settings import get_settings
 from worker.celery_app import app, enqueue
 from worker.errors import TRANSIENT
+from worker.jobs.profile_job import run_profile_lane, run_profile_merge, run_profile_parse
 from worker.jobs.query_job import run_query
 from worker.jobs.replay_job import run_lane, run_merge, run_parse
 from worker.jobs.submit import (
     LANE_TASK,
     MERGE_TASK,
     PARSE_TASK,
+    PROFILE_LANE_TASK,
+    PROFILE_MERGE_TASK,
+    PROFILE_PARSE_TASK,
     QUERY_TASK,
     SWEEP_MERGE_TASK,
     SWEEP_PARSE_TASK,
@@ -94,3 +98,21 @@ def window_lane(job_id: str, lane: int) -> str:
 def window_merge(job_id: str) -> str:
     with session_scope() as session:
         return run_window_merge(session, get_settings(), job_id)
+
+
+@app.task(name=PROFILE_PARSE_TASK, **RETRY)
+def profile_parse(job_id: str) -> str:
+    with session_scope() as session:
+        return run_profile_parse(session, get_settings(), job_id, enqueue)
+
+
+@app.task(name=PROFILE_LANE_TASK, **RETRY)
+def profile_lane(job_id: str, lane: int) -> str:
+    with session_scope() as session:
+        return run_profile_lane(session, get_settings(), job_id, lane, enqueue)
+
+
+@app.task(name=PROFILE_MERGE_TASK, **RETRY)
+def profile_merge(job_id: str) -> str:
+    with session_scope() as session:
+        return run_profile_merge(session, get_settings(), job_id)

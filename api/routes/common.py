@@ -12,7 +12,8 @@ from sqlalchemy import Select, func, select, update
 from sqlalchemy.orm import Session
 
 from api.errors import ApiError
-from litehit.db.models import Job, LaneRun, QuerySummary, SweepRun, WindowLane, utcnow
+from api.schemas import ErrorResponse
+from litehit.db.models import Job, LaneRun, ProfileLane, ProfileRow, QuerySummary, SweepRun, WindowLane, utcnow
 from litehit.db.states import TERMINAL, JobState
 from litehit.storage import Storage
 from worker.jobs.state import fail_job
@@ -63,6 +64,7 @@ def fast_json(model: type[BaseModel], data: dict[str, Any]) -> Response:
 # Reads for the views use Core rows, not ORM objects: status polling is the hot path.
 JOBS, LANES, SUMMARIES, RUNS = Job.__table__, LaneRun.__table__, QuerySummary.__table__, SweepRun.__table__
 WINDOW_LANES = WindowLane.__table__
+PROFILE_LANES, PROFILE_ROWS = ProfileLane.__table__, ProfileRow.__table__
 
 
 def job_row(session: Session, job_id: str, kind: str) -> dict[str, Any]:
@@ -93,12 +95,25 @@ def window_lane_rows(session: Session, job_ids: list[str]) -> dict[str, list[dic
     return _part_rows(session, WINDOW_LANES, "lane", job_ids)
 
 
+def profile_lane_rows(session: Session, job_ids: list[str]) -> dict[str, list[dict[str, Any]]]:
+    return _part_rows(session, PROFILE_LANES, "lane", job_ids)
+
+
+def profile_summary_rows(session: Session, job_ids: list[str]) -> dict[str, list[dict[str, Any]]]:
+    out: dict[str, list[dict[str, Any]]] = {i: [] for i in job_ids}
+    t = PROFILE_ROWS
+    query = select(t).where(t.c.job_id.in_(job_ids)).order_by(t.c.job_id, t.c.lane, t.c.row)
+    for row in session.execute(query).mappings():
+        out[row["job_id"]].append(dict(row))
+    return out
+
+
 def job_file(session: Session, storage: Storage, job_id: str, kind: str, name: str, media: str) -> FileResponse:
     """A file a succeeded job published next to its output (409 before it succeeded)."""
     job = job_or_404(session, job_id, kind)
     if job.state != JobState.SUCCEEDED or not job.output_path:
         raise ApiError(409, "not_ready", f"the job is {job.state}; results exist only once it succeeded")
-    return FileResponse(storage.absolute(job.output_path).with_name(name), media_type=media)
+    return FileResponse(storage.absolute(job.output_path).parent / name, media_type=media)
 
 
 def cancel_job(session: Session, storage: Storage, job: Job, what: str) -> None:
@@ -122,6 +137,21 @@ def summary_rows(session: Session, job_ids: list[str]) -> dict[str, list[dict[st
     )
     for row in session.execute(query).mappings():
         out[row["job_id"]].append(dict(row))
+    return out
+
+
+BUSY: dict[int | str, dict[str, Any]] = {
+    503: {"model": ErrorResponse, "description": "too many submissions at once, or no database: see Retry-After"}
+}
+"""The extra answer of a submission route (see api.deps.Admission)."""
+
+
+def submitted(model: type[BaseModel], data: dict[str, Any], response: Response) -> Response:
+    """The answer to a submission, serialized on the request's own thread (as fast_json): a
+    submission never waits for a second thread while it holds its admission slot."""
+    out = fast_json(model, data)
+    out.status_code = response.status_code or 202
+    out.headers["Location"] = response.headers["Location"]
     return out
 
 

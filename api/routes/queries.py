@@ -8,9 +8,9 @@ from fastapi import APIRouter, Header, Query, Response
 from fastapi.responses import FileResponse
 from sqlalchemy import select
 
-from api.deps import EnqueueDep, SessionDep, StorageDep
+from api.deps import ADMITTED, EnqueueDep, SessionDep, StorageDep
 from api.errors import ApiError
-from api.routes.common import JOBS, accepted, fast_json, job_or_404, job_row, paginate, summary_rows
+from api.routes.common import BUSY, JOBS, accepted, fast_json, job_or_404, job_row, paginate, submitted, summary_rows
 from api.schemas import ErrorResponse, Page, QueryCreate, QueryPublic
 from litehit.db.states import JobState
 from litehit.storage import CURVE_FILE, PLOT_FILE, REQUESTS_FILE
@@ -31,6 +31,7 @@ def query_view(job: dict[str, Any], summaries: list[dict[str, Any]]) -> dict[str
                 "requests": row["requests"],
                 "total_input_tokens": row["total_input_tokens"],
                 "capacity_gb": [],
+                "capacities": [],
                 "total_hit_blocks": [],
                 "total_hit_tokens": [],
                 "hit_rates": [],
@@ -40,6 +41,7 @@ def query_view(job: dict[str, Any], summaries: list[dict[str, Any]]) -> dict[str
             else:
                 instances[row["instance_id"]] = entry
         entry["capacity_gb"].append(row["capacity_gb"])
+        entry["capacities"].append(row["capacity"])
         entry["total_hit_blocks"].append(row["total_hit_blocks"])
         entry["total_hit_tokens"].append(row["total_hit_tokens"])
         entry["hit_rates"].append(row["hit_rate"])
@@ -59,8 +61,9 @@ def load_query(session: Any, job_id: str) -> dict[str, Any]:
     "",
     status_code=202,
     response_model=QueryPublic,
-    responses={200: {"model": QueryPublic}, 409: {"model": ErrorResponse}, 422: {"model": ErrorResponse}},
+    responses={200: {"model": QueryPublic}, 409: {"model": ErrorResponse}, 422: {"model": ErrorResponse}, **BUSY},
     summary="Queue a capacity query over a replay's facts",
+    dependencies=[ADMITTED],
 )
 def create_query(
     body: QueryCreate,
@@ -69,7 +72,7 @@ def create_query(
     storage: StorageDep,
     enqueue: EnqueueDep,
     idempotency_key: Annotated[str | None, Header(max_length=255)] = None,
-) -> dict[str, Any]:
+) -> Response:
     try:
         job, created = create_query_job(
             session,
@@ -83,7 +86,7 @@ def create_query(
     except IdempotencyConflict as exc:
         raise ApiError(409, "conflict", str(exc)) from None
     accepted(session, enqueue, response, job, created, QUERY_TASK, f"/v1/queries/{job.id}")
-    return load_query(session, job.id)
+    return submitted(QueryPublic, load_query(session, job.id), response)
 
 
 @router.get("", response_model=Page[QueryPublic], summary="List query jobs, newest first")

@@ -8,9 +8,20 @@ from fastapi import APIRouter, Header, Query, Response
 from fastapi.responses import FileResponse
 from sqlalchemy import select
 
-from api.deps import EnqueueDep, SessionDep, StorageDep
+from api.deps import ADMITTED, EnqueueDep, SessionDep, StorageDep
 from api.errors import ApiError
-from api.routes.common import JOBS, accepted, cancel_job, fast_json, job_or_404, job_row, lane_rows, paginate
+from api.routes.common import (
+    BUSY,
+    JOBS,
+    accepted,
+    cancel_job,
+    fast_json,
+    job_or_404,
+    job_row,
+    lane_rows,
+    paginate,
+    submitted,
+)
 from api.schemas import ErrorResponse, Page, ReplayCreate, ReplayPublic
 from litehit.db.states import JobState
 from worker.errors import IdempotencyConflict
@@ -38,8 +49,10 @@ def load_replay(session: Any, job_id: str) -> dict[str, Any]:
         200: {"model": ReplayPublic, "description": "an existing job (same Idempotency-Key)"},
         409: {"model": ErrorResponse},
         422: {"model": ErrorResponse},
+        **BUSY,
     },
     summary="Submit a replay job (the original offline config; trace by upload id or storage path)",
+    dependencies=[ADMITTED],
 )
 def create_replay(
     body: ReplayCreate,
@@ -48,7 +61,7 @@ def create_replay(
     storage: StorageDep,
     enqueue: EnqueueDep,
     idempotency_key: Annotated[str | None, Header(max_length=255)] = None,
-) -> dict[str, Any]:
+) -> Response:
     config = body.model_dump(exclude={"trace_id"}, exclude_unset=True, exclude_none=True)
     try:
         job, created = create_replay_job(
@@ -57,7 +70,7 @@ def create_replay(
     except IdempotencyConflict as exc:
         raise ApiError(409, "conflict", str(exc)) from None
     accepted(session, enqueue, response, job, created, PARSE_TASK, f"/v1/replays/{job.id}")
-    return load_replay(session, job.id)
+    return submitted(ReplayPublic, load_replay(session, job.id), response)
 
 
 @router.get("", response_model=Page[ReplayPublic], summary="List replay jobs, newest first")

@@ -1,6 +1,7 @@
 /* lh_keymap.h - internal: an open-addressing map from int64 keys to uint32 values.
  *
- * Linear probing over 16-byte entries (four per cache line), at most 50% full; deletion shifts
+ * Linear probing over 16-byte entries (four per cache line), at most 50% full (or the map's
+ * max_load_percent, for maps that trade probes for memory); deletion shifts
  * later entries back, so there are no tombstones and lookups stay short. Growth happens only in
  * lh_keymap_reserve, so a caller reserves first and then puts without any failure path.
  * Not part of the Python-facing API.
@@ -23,6 +24,7 @@ typedef struct lh_keymap {
   lh_keymap_entry *entries;
   size_t mask; /* capacity - 1; capacity is a power of two, 0 entries before the first reserve */
   size_t count;
+  unsigned max_load_percent; /* how full reserve lets it get: 0 means 50; at most 90 */
 } lh_keymap;
 
 static inline size_t lh_keymap_slot(const lh_keymap *m, int64_t key) {

@@ -11,6 +11,7 @@
 #include "lh_normalize.h"
 #include "lh_policy.h"
 #include "lh_prefix_hash.h"
+#include "lh_profile.h"
 #include "lh_project.h"
 #include "lh_query.h"
 #include "lh_trace_format.h"

@@ -4,19 +4,25 @@
 #include <stdlib.h>
 
 static void insert_entry(lh_keymap_entry *entries, size_t mask, int64_t key, uint32_t val) {
-  lh_keymap m = {entries, mask, 0};
+  lh_keymap m = {entries, mask, 0, 0};
   size_t i = lh_keymap_slot(&m, key);
   while (entries[i].val != LH_NIL) i = (i + 1) & mask;
   entries[i].key = key;
   entries[i].val = val;
 }
 
+/* The most keys a map of cap entries holds at a load of pct percent (no overflow). */
+static size_t load_limit(size_t cap, unsigned pct) {
+  return cap / 100 * pct + cap % 100 * pct / 100;
+}
+
 int lh_keymap_reserve(lh_keymap *m, size_t extra) {
+  unsigned pct = m->max_load_percent == 0 ? 50 : m->max_load_percent > 90 ? 90 : m->max_load_percent;
   size_t need = m->count + extra;
   size_t cap = m->entries == NULL ? 0 : m->mask + 1;
-  if (need <= cap / 2) return 0;
+  if (need <= load_limit(cap, pct)) return 0;
   size_t new_cap = cap == 0 ? 64 : cap;
-  while (need > new_cap / 2) {
+  while (need > load_limit(new_cap, pct)) {
     if (new_cap > SIZE_MAX / 2 / sizeof(lh_keymap_entry)) return -1;
     new_cap *= 2;
   }

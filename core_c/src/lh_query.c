@@ -122,10 +122,27 @@ size_t lh_query_row_bound(const lh_facts_table *t, size_t r, size_t n_slots) {
   return json_escaped_bound(id) + json_escaped_bound(inst) + 160 + n_slots * (24 + 34);
 }
 
-int lh_query_chunk(const lh_facts_table *t, size_t row_lo, const uint64_t *slot_bytes, const uint8_t *slot_inf,
+/* Hit blocks of a curve at one slot (kind checked by the caller). */
+static uint64_t project_slot(const int64_t *segs, size_t nseg, uint64_t value, uint8_t kind, uint64_t bb, uint64_t bs) {
+  switch (kind) {
+    case LH_SLOT_INFINITE: return lh_project_infinite(segs, nseg);
+    case LH_SLOT_BLOCKS: return lh_project_blocks(segs, nseg, value);
+    case LH_SLOT_TOKENS: return lh_project_blocks(segs, nseg, bs == 0 ? 0 : value / bs);
+    default: return lh_project_bytes(segs, nseg, value, bb);
+  }
+}
+
+int lh_query_chunk(const lh_facts_table *t, size_t row_lo, const uint64_t *slot_value, const uint8_t *slot_kind,
                    size_t n_slots, const int32_t *group, uint64_t *sum_blocks, uint64_t *sum_tokens,
                    uint64_t *requests, uint64_t *input_tokens, char *out, size_t cap, size_t *written,
                    size_t *rows_done, char *err, size_t errlen) {
+  for (size_t s = 0; s < n_slots; s++) {
+    if (slot_kind[s] > LH_SLOT_TOKENS) {
+      *rows_done = row_lo;
+      if (written != NULL) *written = 0;
+      return lh_fail(err, errlen, LH_EINVAL, "capacity slot %zu has unknown kind %d", s, (int)slot_kind[s]);
+    }
+  }
   char *w = out;
   uint64_t hits_stack[64];
   uint64_t *hits = n_slots <= 64 ? hits_stack : malloc(n_slots * sizeof(uint64_t));
@@ -138,7 +155,7 @@ int lh_query_chunk(const lh_facts_table *t, size_t row_lo, const uint64_t *slot_
     uint64_t bb = (uint64_t)t->block_bytes[r], bs = (uint64_t)t->block_size[r];
     int32_t g = group[r];
     for (size_t s = 0; s < n_slots; s++) {
-      hits[s] = slot_inf[s] ? lh_project_infinite(segs, nseg) : lh_project_bytes(segs, nseg, slot_bytes[s], bb);
+      hits[s] = project_slot(segs, nseg, slot_value[s], slot_kind[s], bb, bs);
       sum_blocks[(size_t)g * n_slots + s] += hits[s];
       sum_tokens[(size_t)g * n_slots + s] += hits[s] * bs;
     }

@@ -7,7 +7,7 @@ import os
 import sys
 from importlib.metadata import PackageNotFoundError, version
 
-from litehit.cli import analysis, demo, jobs, migrate, models, policies, query, replay, window
+from litehit.cli import analysis, demo, jobs, migrate, models, policies, profile, query, replay, report, window
 from litehit.errors import LiteHitError
 
 __all__ = ["main"]
@@ -25,10 +25,12 @@ def build_parser() -> argparse.ArgumentParser:
     analysis.add_parsers(sub)
     policies.add_parser(sub)
     window.add_parser(sub)
+    profile.add_parser(sub)
     demo.add_parser(sub)
     jobs.add_parser(sub)
     migrate.add_parser(sub)
     models.add_parser(sub)
+    report.add_parser(sub)
     return parser
 
 

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from litehit.capacity import DEFAULT_TARGETS, GIB, parse_capacities
+from litehit.capacity import DEFAULT_TARGETS, GIB, UNITS_HELP, parse_capacities
 from litehit.cli.facts_input import check_facts_file
 from litehit.cli.lane_summary import parse_hit_rates, target_line
 from litehit.cli.outputs import publish_bytes
@@ -70,7 +70,9 @@ def add_parsers(sub: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("facts", type=Path)
-    p.add_argument("--capacity-gb", nargs="+", required=True, metavar="GB")
+    p.add_argument(
+        "--capacity-gb", "--capacity", nargs="+", required=True, metavar="CAP", help=f"{UNITS_HELP}; -1 = infinite"
+    )
     p.add_argument("--json", action="store_true", help="JSON lines instead of a table (= --format json)")
     p.add_argument("--format", choices=["table", "csv", "json"], help="table (default), csv or json (JSON lines)")
     p.add_argument("-o", "--output", type=Path, help="write here (atomically) instead of stdout: .txt, .csv or .jsonl")
@@ -87,7 +89,10 @@ def add_parsers(sub: Any) -> None:
     )
     p.add_argument("facts", type=Path)
     p.add_argument("-o", "--output", type=Path, help="output directory (default: plots/ in the facts file's folder)")
-    p.add_argument("--capacity-gb", nargs="*", default=[], metavar="GB", help="capacities to mark")
+    p.add_argument(
+        "--capacity-gb", "--capacity", nargs="*", default=[], metavar="CAP", help=f"capacities to mark: {UNITS_HELP}"
+    )
+    p.add_argument("--targets", help="fractions of the plateau to mark per lane, comma separated (e.g. 0.5,0.9,0.99)")
     p.set_defaults(func=_plot)
 
 
@@ -211,15 +216,17 @@ def _misses_text(extended: bool, rows: list[Attribution], fmt: str) -> str:
         w = csv.writer(out, lineterminator="\n")
         w.writerow(["instance_id", "capacity_gb", "input_tokens", *parts])
         for r in rows:
-            w.writerow([r.instance_id, repr(r.capacity_gb), r.input_tokens, *(getattr(r, p) for p in parts)])
+            gb = r.capacity if r.capacity_gb is None else repr(r.capacity_gb)  # blocks and tokens: the label
+            w.writerow([r.instance_id, gb, r.input_tokens, *(getattr(r, p) for p in parts)])
         return out.getvalue()
     width = max([len(r.instance_id) for r in rows] + [8]) + 2
-    out.write("instance".ljust(width) + "capacity".rjust(10) + "".join(p.replace("_", " ").rjust(17) for p in parts))
+    out.write("instance".ljust(width) + "capacity".rjust(16) + "".join(p.replace("_", " ").rjust(17) for p in parts))
     out.write("\n")
     for r in rows:
-        cap = "inf" if r.capacity_gb < 0 else f"{r.capacity_gb:g} GiB"
         den = r.input_tokens or 1
-        out.write(r.instance_id.ljust(width) + cap.rjust(10) + "".join(f"{getattr(r, p) / den:17.2%}" for p in parts))
+        out.write(
+            r.instance_id.ljust(width) + r.capacity.rjust(16) + "".join(f"{getattr(r, p) / den:17.2%}" for p in parts)
+        )
         out.write("\n")
     if not extended:
         out.write("(plain facts: cold and expired are reported together; replay with --extended to split them)\n")
@@ -232,7 +239,8 @@ def _plot(args: argparse.Namespace) -> int:
     capacities = parse_capacities(args.capacity_gb) if args.capacity_gb else []
     check_facts_file(args.facts)
     out_dir = args.output if args.output is not None else args.facts.parent / "plots"
-    files = plot_facts(args.facts, out_dir, capacities=capacities)
+    targets = _targets(args.targets) if args.targets else []
+    files = plot_facts(args.facts, out_dir, capacities=capacities, targets=targets)
     for path in files:
         print(path)
     return 0

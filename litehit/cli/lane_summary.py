@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from litehit.capacity import format_bytes
 from litehit.curve import CurvePoint, InstanceCurve, exact_curves
 from litehit.errors import QueryError
 
@@ -27,14 +28,6 @@ __all__ = [
 
 PLATEAU_FRACTIONS = (0.5, 0.9, 0.99)
 MAX_RUNGS = 16  # the ladder keeps its top rungs: below them the hit rate is near 0
-
-
-def format_bytes(n: int) -> str:
-    """A byte count in the largest binary unit (KiB .. TiB) that keeps it >= 1, 4 significant digits."""
-    for unit, size in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= size:
-            return f"{n / size:.4g} {unit}"
-    return f"{n} B"
 
 
 def parse_hit_rates(text: str, flag: str = "--target-hit-rate") -> list[float]:

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from litehit.capacity import parse_capacities
+from litehit.capacity import UNITS_HELP, parse_capacities
 from litehit.cli.facts_input import check_facts_file
 from litehit.publish import AtomicPublisher
 
@@ -30,7 +30,14 @@ def add_parser(sub: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("facts", type=Path, help="a litehit_facts.csv")
-    p.add_argument("--capacity-gb", nargs="+", required=True, metavar="GB", help="capacities in GiB (-1 = infinite)")
+    p.add_argument(
+        "--capacity-gb",
+        "--capacity",
+        nargs="+",
+        required=True,
+        metavar="CAP",
+        help=f"capacities: {UNITS_HELP}; -1 or inf = infinite",
+    )
     p.add_argument("-o", "--output", type=Path, help="write the JSONL here (atomically)")
     p.set_defaults(func=_run)
 
@@ -58,7 +65,7 @@ def _run(args: argparse.Namespace) -> int:
 
 def print_table(result: QueryResult, stream: Any = None) -> None:
     stream = stream or sys.stdout
-    caps = [("inf" if s.infinite else f"{s.capacity_gb:g} GiB") for s in result.slots]
+    caps = [s.label for s in result.slots]
     width = max([len("instance"), *(len(i.instance_id or b"") for i in result.instances), 5]) + 2
     stream.write("instance".ljust(width) + "requests".rjust(10) + "".join(c.rjust(12) for c in caps) + "\n")
     for summary in [*result.instances, result.total]:

@@ -12,15 +12,14 @@ from typing import Any
 from core_c.scan import TRACE_FORMATS
 from litehit.errors import ConfigError, ConfigIssue
 from litehit.kv_models import DEFAULT_KV_DTYPE, KV_DTYPE_BYTES, MODELS, model_named
+from litehit.shorthand import DEFAULT_BYTES_PER_TOKEN, KV_BYTES_OPTIONS, Shorthand
+from litehit.shorthand import shorthand_config as expand_shorthand
 from litehit.spec import ReplaySpec, TraceFormat, load_replay_config, parse_replay_spec
 from litehit.traces.formats import detect_format
 
 __all__ = ["add_trace_arguments", "default_kv_note", "shorthand_config", "spec_from_args"]
 
-DEFAULT_TRACE_BLOCK = {TraceFormat(f.name): f.default_trace_block for f in TRACE_FORMATS}
-DEFAULT_BYTES_PER_TOKEN = 2048  # 1 MiB per 512-token block
-_KV_BYTES_FLAGS = ("model", "kv_bytes_per_token", "block_bytes")  # each sets the KV bytes: one at most
-_SHORTHAND = ("format", "block_size", "block_sizes", *_KV_BYTES_FLAGS, "kv_dtype", "prefix_hash")
+_SHORTHAND = ("format", "block_size", "block_sizes", *KV_BYTES_OPTIONS, "kv_dtype", "prefix_hash")
 
 
 def add_trace_arguments(p: argparse.ArgumentParser, *, source_required: bool = True) -> None:
@@ -93,44 +92,20 @@ def shorthand_config(args: argparse.Namespace, output_dir: str) -> dict[str, Any
     fmt = TraceFormat(args.format) if args.format else detect_format(args.source)
     if fmt is None:
         raise SystemExit(f"litehit: error: {args.source}: the trace has no rows")
-    trace_bs = DEFAULT_TRACE_BLOCK[fmt] if args.block_size is None else _positive("--block-size", args.block_size)
-    sizes = _integers("--block-sizes", args.block_sizes, least=1) if args.block_sizes else [trace_bs]
-    ttls = _integers("--ttl-seconds", str(args.ttl_seconds), least=0)
-    per_block = None if args.block_bytes is None else _positive("--block-bytes", args.block_bytes)
-    per_token = _kv_bytes_per_token(args)
-    groups, instances = [], []
-    for ttl in ttls:
-        group: dict[str, Any] = {"name": f"ttl{ttl}", "ttl_seconds": ttl}
-        if args.prefix_hash is not None:
-            group["enable_prefix_hash"] = args.prefix_hash
-        groups.append(group)
-        for bs in sizes:
-            block_bytes = per_token * bs if per_block is None else per_block * bs // trace_bs
-            instances.append(
-                {
-                    "instance_group_name": group["name"],
-                    "instance_id": f"b{bs}" + (f"_ttl{ttl}" if ttl else ""),
-                    "block_size": bs,
-                    "location_spec_infos": [{"name": "kv", "size": block_bytes}],
-                    "location_spec_groups": [{"name": "full", "spec_names": ["kv"]}],
-                    "optimizer_state_info": {"full_location_spec_group_name": "full"},
-                }
-            )
-    config: dict[str, Any] = {
-        "trace_file_path": str(args.source),
-        "output_result_path": output_dir,
-        "block_size": trace_bs,
-        "trace_format": fmt.value,
-        "instance_groups": groups,
-        "instances": instances,
-        "pipeline_worker_count": args.workers or 2,
-        "facts_format": "extended" if getattr(args, "extended", False) else "standard",
-    }
-    if len(instances) > 1:
-        config["fanout_all_instances"] = True
-    else:
-        config["override_instance_id"] = instances[0]["instance_id"]
-    return config
+    options = Shorthand(
+        trace_format=fmt,
+        block_size=args.block_size,
+        block_sizes=_integers("--block-sizes", args.block_sizes, least=1) if args.block_sizes else None,
+        ttl_seconds=_integers("--ttl-seconds", str(args.ttl_seconds), least=0),
+        model=getattr(args, "model", None),
+        kv_dtype=getattr(args, "kv_dtype", None),
+        kv_bytes_per_token=getattr(args, "kv_bytes_per_token", None),
+        block_bytes=args.block_bytes,
+        prefix_hash=args.prefix_hash,
+        workers=args.workers,
+        extended=getattr(args, "extended", False),
+    )
+    return expand_shorthand(options, str(args.source), output_dir, name=_flag)
 
 
 def _model_name(text: str) -> str:
@@ -141,34 +116,6 @@ def _model_name(text: str) -> str:
 
 def _flag(option: str) -> str:
     return "--" + option.replace("_", "-")
-
-
-def _kv_bytes_per_token(args: argparse.Namespace) -> int:
-    """Bytes per token from --model (with --kv-dtype) or --kv-bytes-per-token; the default when
-    neither is given. At most one of --model, --kv-bytes-per-token and --block-bytes."""
-    given = [o for o in _KV_BYTES_FLAGS if getattr(args, o, None) is not None]
-    if len(given) > 1:
-        first, second = given[:2]
-        raise ConfigError(
-            [ConfigIssue(_flag(second), getattr(args, second), f"cannot be combined with {_flag(first)} (give one)")]
-        )
-    dtype = getattr(args, "kv_dtype", None)
-    model = getattr(args, "model", None)
-    if dtype is not None and model is None:
-        raise ConfigError([ConfigIssue("--kv-dtype", dtype, "applies to --model only")])
-    if model is not None:
-        preset = model_named(model)
-        if preset is None:
-            raise ConfigError([ConfigIssue("--model", model, "unknown model (`litehit models` lists them)")])
-        return preset.bytes_per_token(dtype or DEFAULT_KV_DTYPE)
-    explicit = getattr(args, "kv_bytes_per_token", None)
-    return DEFAULT_BYTES_PER_TOKEN if explicit is None else _positive("--kv-bytes-per-token", explicit)
-
-
-def _positive(flag: str, value: int) -> int:
-    if value < 1:
-        raise ConfigError([ConfigIssue(flag, value, "must be a positive integer")])
-    return value
 
 
 def _integers(flag: str, text: str, *, least: int) -> list[int]:
@@ -187,7 +134,7 @@ def default_kv_note(args: argparse.Namespace) -> str | None:
     """The line every output of a shorthand run carries when the KV bytes were not given."""
     if _is_config(Path(args.source)) and not args.format:
         return None  # a config file states its own block bytes
-    if any(getattr(args, flag, None) for flag in _KV_BYTES_FLAGS):
+    if any(getattr(args, flag, None) for flag in KV_BYTES_OPTIONS):
         return None
     return (
         f"note: KV bytes per token not given: assuming {DEFAULT_BYTES_PER_TOKEN} B/token "

@@ -123,6 +123,12 @@ class Job(Base):
     window_lanes: Mapped[list[WindowLane]] = relationship(
         back_populates="job", order_by="WindowLane.lane", cascade="all, delete-orphan"
     )
+    profile_lanes: Mapped[list[ProfileLane]] = relationship(
+        back_populates="job", order_by="ProfileLane.lane", cascade="all, delete-orphan"
+    )
+    profile_rows: Mapped[list[ProfileRow]] = relationship(
+        back_populates="job", order_by="(ProfileRow.lane, ProfileRow.row)", cascade="all, delete-orphan"
+    )
     summaries: Mapped[list[QuerySummary]] = relationship(
         back_populates="job",
         order_by="(QuerySummary.is_total, QuerySummary.instance_id, QuerySummary.slot)",
@@ -224,6 +230,59 @@ class WindowLane(Base):
     job: Mapped[Job] = relationship(back_populates="window_lanes")
 
 
+class ProfileLane(Base):
+    """One lane of a workload profile: its own row, so parallel tasks never write the same row;
+    once succeeded it holds, in result, the lane's whole entry of profile.json (its summary rows
+    are ProfileRow)."""
+
+    __tablename__ = "profile_lanes"
+
+    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), primary_key=True)
+    lane: Mapped[int] = mapped_column(Integer, primary_key=True)
+    instance_id: Mapped[str] = mapped_column(String(255))
+    state: Mapped[LaneState] = mapped_column(StrEnumColumn(LaneState, 16), default=LaneState.QUEUED)
+    requests: Mapped[int] = mapped_column(BigInteger, default=0)
+    result: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)  # the lane's entry of profile.json
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    worker: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+    job: Mapped[Job] = relationship(back_populates="profile_lanes")
+
+
+class ProfileRow(Base):
+    """The summary of one lane of a profile (category NULL) or of one request category of it."""
+
+    __tablename__ = "profile_rows"
+
+    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), primary_key=True)
+    lane: Mapped[int] = mapped_column(Integer, primary_key=True)
+    row: Mapped[int] = mapped_column(Integer, primary_key=True)  # 0: the lane; then its categories
+    instance_id: Mapped[str] = mapped_column(String(255))
+    category: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    requests: Mapped[int] = mapped_column(BigInteger)
+    input_tokens: Mapped[int] = mapped_column(BigInteger)
+    hit_tokens: Mapped[int] = mapped_column(BigInteger)
+    ideal_hit_ratio: Mapped[float] = mapped_column(Float)
+    hit_token_share: Mapped[float] = mapped_column(Float)
+    reuses: Mapped[int] = mapped_column(BigInteger)
+    reuse_p50_s: Mapped[float | None] = mapped_column(Float, nullable=True)
+    reuse_p90_s: Mapped[float | None] = mapped_column(Float, nullable=True)
+    reuse_p99_s: Mapped[float | None] = mapped_column(Float, nullable=True)
+    exp_rate_per_s: Mapped[float | None] = mapped_column(Float, nullable=True)
+    ks: Mapped[float | None] = mapped_column(Float, nullable=True)
+    keys: Mapped[int] = mapped_column(BigInteger)
+    lifespan_p50_s: Mapped[float | None] = mapped_column(Float, nullable=True)
+    never_reused_share: Mapped[float] = mapped_column(Float)
+    keys_for_90: Mapped[float] = mapped_column(Float)
+    requests_for_90: Mapped[float] = mapped_column(Float)
+
+    job: Mapped[Job] = relationship(back_populates="profile_rows")
+
+
 class QuerySummary(Base):
     """One (instance, capacity slot) of a query job, or the total over instances."""
 
@@ -233,7 +292,8 @@ class QuerySummary(Base):
     is_total: Mapped[bool] = mapped_column(Boolean, primary_key=True)
     instance_id: Mapped[str] = mapped_column(String(255), primary_key=True)  # "" for the total
     slot: Mapped[int] = mapped_column(Integer, primary_key=True)
-    capacity_gb: Mapped[float] = mapped_column(Float)
+    capacity_gb: Mapped[float | None] = mapped_column(Float, nullable=True)  # NULL: blocks or tokens
+    capacity: Mapped[str] = mapped_column(String(64), default="")  # as recorded: "1.0", "536870912B", "20000blocks"
     requests: Mapped[int] = mapped_column(BigInteger)
     total_input_tokens: Mapped[int] = mapped_column(BigInteger)
     total_hit_blocks: Mapped[int] = mapped_column(BigInteger)

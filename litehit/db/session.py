@@ -34,8 +34,11 @@ def get_engine(url: str | None = None) -> Engine:
             engine = create_engine(url, connect_args={"timeout": 30})
             event.listen(engine, "connect", _sqlite_pragmas)
         else:
-            size = get_settings().db_pool_size
-            engine = create_engine(url, pool_pre_ping=True, pool_size=size, max_overflow=size)
+            settings = get_settings()
+            size = settings.db_pool_size
+            engine = create_engine(
+                url, pool_pre_ping=True, pool_size=size, max_overflow=size, pool_timeout=settings.db_pool_timeout_s
+            )
         _engines[key] = engine
     return engine
 

@@ -24,14 +24,15 @@ TERMINAL = frozenset({JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED})
 
 class Stage(StrEnum):
     """The step a job is at: a replay goes parse -> lanes -> merge, a policy sweep parse ->
-    simulate -> merge, a window sizing parse -> size -> merge, a query runs query; all end at
-    done (a job that failed or was cancelled too)."""
+    simulate -> merge, a window sizing parse -> size -> merge, a workload profile parse ->
+    profile -> merge, a query runs query; all end at done (a job that failed or was cancelled too)."""
 
     QUEUED = "queued"
     PARSE = "parse"
     LANES = "lanes"
     SIMULATE = "simulate"
     SIZE = "size"
+    PROFILE = "profile"
     MERGE = "merge"
     QUERY = "query"
     DONE = "done"

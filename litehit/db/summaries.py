@@ -28,6 +28,7 @@ def record_summaries(session: Session, job_id: str, result: QueryResult) -> None
                 instance_id=name,
                 slot=i,
                 capacity_gb=slot.capacity_gb,
+                capacity=str(slot.recorded_gb),
                 requests=summary.requests,
                 total_input_tokens=summary.total_input_tokens,
                 total_hit_blocks=summary.total_hit_blocks[i],

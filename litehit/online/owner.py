@@ -2,13 +2,19 @@
 process their only owner, and their configuration and counters in SQL (litehit.online.store).
 
 Life of an owner: claim() -> restore() -> serve, with renew() and snapshot() now and then ->
-release(). Everything but renew() runs on one thread (the owner app's event loop), so requests
-apply one at a time, in arrival order, and no two threads ever touch a core.
+release(). Everything but claim() and renew() runs on one thread (the owner app's event loop),
+so requests apply one at a time, in arrival order, and no two threads ever touch a core.
+
+A lease left behind by an owner that died (killed, or its database gone at shutdown) never
+makes the next owner crash-loop: claim() takes it at once when it was held by an earlier
+process with this host name and pid (a restarted container's pid 1), and otherwise waits for it
+to expire. Only a holder whose heartbeat moves while we wait is alive.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime
@@ -25,6 +31,7 @@ from litehit.online.engine import TraceQuery
 from litehit.online.store import (
     claim_shard,
     delete_instance,
+    lease_holder,
     load_groups,
     load_instances,
     release_shard,
@@ -34,7 +41,7 @@ from litehit.online.store import (
 from litehit.settings import Settings
 from litehit.spec import InstanceGroup, InstanceInfo, group_issues, instance_issues
 
-__all__ = ["LEASE_S", "Clock", "Sessions", "ShardOwner"]
+__all__ = ["LEASE_S", "Clock", "Sessions", "ShardOwner", "Sleep"]
 
 log = logging.getLogger("litehit.online")
 
@@ -43,6 +50,11 @@ LEASE_S = 15.0
 
 Sessions = Callable[[], AbstractContextManager[Session]]  # a session committed on success
 Clock = Callable[[], datetime]  # aware UTC
+Sleep = Callable[[float], None]
+
+_alive: set[str] = set()
+"""The owners of this process that hold their lease: a lease named after this host and pid but
+not listed here was left by an earlier process that had the same pid."""
 
 
 class ShardOwner:
@@ -54,12 +66,13 @@ class ShardOwner:
         *,
         sessions: Sessions | None = None,
         clock: Clock = utcnow,
+        sleep: Sleep = time.sleep,
         lease_s: float = LEASE_S,
     ) -> None:
         self.shard, self.shards = settings.online_shard, settings.online_shards
         self.snapshot_every_s = settings.online_snapshot_s
         self.sessions: Sessions = sessions or partial(session_scope, settings.db_url)
-        self.clock = clock
+        self.clock, self.sleep = clock, sleep
         self.lease_s = lease_s
         self.name = f"{host_pid()}:shard{self.shard}:{new_id()[:8]}"  # unique even for pid 1 in a container
         self.instances: dict[str, LiveInstance] = {}
@@ -69,14 +82,44 @@ class ShardOwner:
     # The lease
 
     def claim(self) -> None:
-        """Takes the lease of the shard. RuntimeError if the shard number is out of range or
-        another live process owns the shard."""
+        """Takes the lease of the shard, waiting (at most ``2 * lease_s``) for a dead owner's
+        lease to expire. RuntimeError if the shard number is out of range or another live
+        process owns the shard: an owner of this process, or one whose heartbeat moves while we
+        wait."""
         if not 0 <= self.shard < self.shards:
             raise RuntimeError(f"LITEHIT_ONLINE_SHARD={self.shard} must be in [0, {self.shards})")
-        with self.sessions() as session:
-            if not claim_shard(session, self.shard, self.name, self.lease_s, self.clock()):
-                raise RuntimeError(f"online shard {self.shard} is already owned by a live process")
+        poll_s = min(1.0, self.lease_s / 10)
+        first: tuple[str, datetime] | None = None
+        waited = 0.0
+        while True:
+            with self.sessions() as session:
+                holder = lease_holder(session, self.shard)
+                stale = holder[0] if holder is not None and self._left_by_earlier_process(holder[0]) else None
+                if claim_shard(session, self.shard, self.name, self.lease_s, self.clock(), stale_owner=stale):
+                    break
+            if holder is None:  # released between our two statements: try again
+                continue
+            if holder[0] in _alive or (first is not None and holder != first) or waited >= 2 * self.lease_s:
+                raise RuntimeError(f"online shard {self.shard} is already owned by a live process ({holder[0]})")
+            if first is None:
+                first = holder
+                log.warning(
+                    "online shard %d is held by %s (heartbeat %s): waiting up to %.0f s for its lease to expire",
+                    self.shard,
+                    holder[0],
+                    holder[1].isoformat(),
+                    self.lease_s,
+                )
+            self.sleep(poll_s)
+            waited += poll_s
+        if holder is not None:
+            log.warning("took over the lease of online shard %d from %s", self.shard, holder[0])
         self.leased = True
+        _alive.add(self.name)
+
+    def _left_by_earlier_process(self, holder: str) -> bool:
+        """A holder named after this host and pid that is not alive here died before us."""
+        return holder.startswith(f"{host_pid()}:") and holder not in _alive
 
     def renew(self) -> bool:
         """Renews the lease; once lost, the owner serves nothing until restarted. Safe to call
@@ -84,16 +127,28 @@ class ShardOwner:
         with self.sessions() as session:
             self.leased = claim_shard(session, self.shard, self.name, self.lease_s, self.clock())
         if not self.leased:
+            _alive.discard(self.name)
             log.error("lost the lease of online shard %d: serving nothing until restarted", self.shard)
         return self.leased
 
     def release(self) -> None:
-        """At shutdown: a last snapshot, the lease given up, the cores freed."""
+        """At shutdown: a last snapshot, the lease given up, the cores freed. A database that
+        cannot be reached loses the counters since the last snapshot and leaves the lease to
+        expire (logged); it never stops the shutdown."""
         if self.leased:
-            self.snapshot()
-            with self.sessions() as session:
-                release_shard(session, self.shard, self.name)
+            try:
+                self.snapshot()
+            except Exception as exc:
+                log.error("online shard %d: the last counter snapshot failed: %s", self.shard, exc)
+            try:
+                with self.sessions() as session:
+                    release_shard(session, self.shard, self.name)
+            except Exception as exc:
+                log.error("online shard %d: could not release the lease (it expires by itself): %s", self.shard, exc)
+            else:
+                log.info("released the lease of online shard %d", self.shard)
             self.leased = False
+            _alive.discard(self.name)
         for inst in self.instances.values():
             inst.close()
         self.instances.clear()

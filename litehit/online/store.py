@@ -17,6 +17,7 @@ from litehit.db.models import OnlineGroup, OnlineInstance, OnlineShard
 __all__ = [
     "claim_shard",
     "delete_instance",
+    "lease_holder",
     "load_groups",
     "load_instances",
     "release_shard",
@@ -30,14 +31,18 @@ def shard_of(instance_id: str, shards: int) -> int:
     return zlib.crc32(instance_id.encode()) % max(shards, 1)
 
 
-def claim_shard(session: Session, shard: int, owner: str, lease_s: float, now: datetime) -> bool:
-    """Takes or renews the lease of a shard; False if another live owner holds it. Commits."""
+def claim_shard(
+    session: Session, shard: int, owner: str, lease_s: float, now: datetime, *, stale_owner: str | None = None
+) -> bool:
+    """Takes or renews the lease of a shard; False if another live owner holds it. A lease not
+    renewed for ``lease_s`` is free, and so is one held by ``stale_owner`` (a holder the caller
+    knows is dead). Commits."""
+    free = [OnlineShard.owner == owner, OnlineShard.heartbeat_at < now - timedelta(seconds=lease_s)]
+    if stale_owner is not None:
+        free.append(OnlineShard.owner == stale_owner)
     result = session.execute(
         update(OnlineShard)
-        .where(
-            OnlineShard.shard == shard,
-            or_(OnlineShard.owner == owner, OnlineShard.heartbeat_at < now - timedelta(seconds=lease_s)),
-        )
+        .where(OnlineShard.shard == shard, or_(*free))
         .values(owner=owner, heartbeat_at=now)
         .execution_options(synchronize_session=False)
     )
@@ -54,6 +59,12 @@ def claim_shard(session: Session, shard: int, owner: str, lease_s: float, now: d
         session.rollback()
         return False
     return True
+
+
+def lease_holder(session: Session, shard: int) -> tuple[str, datetime] | None:
+    """The owner of a shard's lease and its last heartbeat; None when nobody holds it."""
+    row = session.get(OnlineShard, shard, populate_existing=True)
+    return None if row is None else (row.owner, row.heartbeat_at)
 
 
 def release_shard(session: Session, shard: int, owner: str) -> None:

@@ -1,47 +1,24 @@
 """Delay statistics of evicted misses, from sorted int64 nanosecond delays: nearest-rank
-quantiles, coverage over window lengths, and the smallest window reaching a coverage target.
-
-Fractions given as floats (0.99) are read as the decimal they print as, so a rank is never one
-off because 0.1 is stored a hair above one tenth."""
+quantiles (litehit.quantiles), coverage over window lengths, and the smallest window reaching a
+coverage target."""
 
 from __future__ import annotations
 
-import math
 from fractions import Fraction
 
 import numpy as np
 import numpy.typing as npt
 
+from litehit.quantiles import NS_PER_S, decimal, nearest_rank
 from litehit.window.result import CoveragePoint, DelayStats, MissReport, Outcomes
 
-__all__ = [
-    "NS_PER_S",
-    "QUANTILES",
-    "coverage_table",
-    "decimal",
-    "delay_stats",
-    "miss_report",
-    "nearest_rank",
-    "window_ns",
-]
+__all__ = ["QUANTILES", "coverage_table", "delay_stats", "miss_report", "window_ns"]
 
-NS_PER_S = 1_000_000_000
 QUANTILES = {"p50": Fraction(1, 2), "p90": Fraction(9, 10), "p99": Fraction(99, 100), "p999": Fraction(999, 1000)}
 # windows of the coverage table (seconds); past a day they double until every delay is covered
 COVERAGE_WINDOWS_S = (0.1, 0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 14400, 43200, 86400)
 
 SortedDelays = npt.NDArray[np.int64]
-
-
-def decimal(value: float) -> Fraction:
-    """The exact value of the shortest decimal that prints as value (0.1 -> 1/10)."""
-    return Fraction(repr(float(value)))
-
-
-def nearest_rank(sorted_ns: SortedDelays, q: Fraction) -> int:
-    """The q-quantile by nearest rank: the value at rank ceil(q x n) (at least 1). n > 0."""
-    rank = max(1, math.ceil(q * len(sorted_ns)))
-    return int(sorted_ns[rank - 1])
 
 
 def delay_stats(sorted_ns: SortedDelays) -> DelayStats:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from litehit.window.delays import NS_PER_S, decimal
+from litehit.quantiles import NS_PER_S, decimal
 
 __all__ = ["FIFTEEN_MINUTES_S", "MemoryEstimate", "human_bytes", "ring_buckets"]
 

@@ -10,13 +10,13 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from litehit.db.models import Job, utcnow
-from litehit.db.states import JobState, Stage
+from litehit.db.models import Job
+from litehit.db.states import Stage
 from litehit.publish import AtomicPublisher
 from litehit.settings import Settings
 from litehit.storage import Storage
 from worker.errors import TRANSIENT
-from worker.jobs.state import claim_job_stage, fail_job_from
+from worker.jobs.state import claim_job_stage, fail_job_from, succeed_job
 
 __all__ = ["Merged", "run_publish_merge"]
 
@@ -58,10 +58,9 @@ def run_publish_merge(
         return "failed"
     job = session.get(Job, job_id)
     assert job is not None
-    job.output_path = storage.relative(out / result_file)
-    job.stats = {**job.stats, **merged.stats}
-    job.state, job.stage, job.finished_at = JobState.SUCCEEDED, Stage.DONE, utcnow()
-    job.progress = {**job.progress, "stage": Stage.DONE}
-    session.commit()
+    stats, progress = {**job.stats, **merged.stats}, {**job.progress, "stage": Stage.DONE}
+    output = storage.relative(out / result_file)
+    if not succeed_job(session, job_id, output_path=output, stats=stats, progress=progress):
+        return "skipped"  # it ended while merging (cancelled): its state stays
     storage.remove_work(job_id)
     return "succeeded"

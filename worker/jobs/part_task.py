@@ -20,6 +20,7 @@ from worker.jobs.state import (
     PartClaim,
     claim_part,
     claimed_attempt,
+    end_cancelled,
     error_text,
     fail_job,
     fail_job_from,
@@ -49,12 +50,17 @@ def run_part(
 ) -> str:
     """Runs part `index` of the job; returns what happened (claimed states, "failed",
     "superseded" when another worker took the part over, "succeeded"). A failure ends the job with
-    `describe(row)` and the reason; a cancellation ends it cancelled."""
+    `describe(row)` and the reason; a cancellation ends it cancelled, also when this part finds
+    the job cancelled while nobody works on it any more (its workers died)."""
     storage = Storage(settings.storage)
     claim = claim_part(session, model, job_id, index, settings.stale_after_s, settings.task_max_attempts)
     if claim == PartClaim.EXHAUSTED:
         reason = f"{noun} {index}: gave up after {settings.task_max_attempts} attempts (worker lost?)"
         if fail_job(session, job_id, reason):
+            storage.remove_work(job_id)
+        return claim
+    if claim == PartClaim.STOPPED:  # cancelled (or over): end it if its workers are gone
+        if end_cancelled(session, job_id, settings.stale_after_s):
             storage.remove_work(job_id)
         return claim
     if claim != PartClaim.CLAIMED:
@@ -67,11 +73,12 @@ def run_part(
     except TRANSIENT:
         raise
     except Exception as exc:
-        if not finish_part(session, model, job_id, index, attempt, LaneState.FAILED, error=error_text(exc)):
+        reason = error_text(exc, storage.root)
+        if not finish_part(session, model, job_id, index, attempt, LaneState.FAILED, error=reason):
             return "superseded"  # another worker took the part over: its outcome counts
         if isinstance(exc, ReplayCancelled):
             fail_job_from(session, storage, job_id, exc)
-        elif fail_job(session, job_id, f"{describe(row)}: {error_text(exc)}"):
+        elif fail_job(session, job_id, f"{describe(row)}: {reason}"):
             storage.remove_work(job_id)
         return "failed"
     if not finish_part(session, model, job_id, index, attempt, LaneState.SUCCEEDED, **values):

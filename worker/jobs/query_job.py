@@ -14,14 +14,14 @@ from litehit.curve import exact_curves
 from litehit.db.models import Job, utcnow
 from litehit.db.states import JobState, Stage
 from litehit.db.summaries import record_summaries
-from litehit.errors import LiteHitError, QueryError
+from litehit.errors import QueryError
 from litehit.plots import plot_facts
 from litehit.publish import AtomicPublisher
 from litehit.query import parse_capacities, query_facts
 from litehit.settings import Settings
 from litehit.storage import CURVE_FILE, REQUESTS_FILE, Storage
 from worker.errors import TRANSIENT
-from worker.jobs.state import claim_job_stage, fail_job
+from worker.jobs.state import claim_job_stage, error_text, fail_job
 
 __all__ = ["run_query"]
 
@@ -54,12 +54,13 @@ def run_query(session: Session, settings: Settings, job_id: str) -> str:
         with AtomicPublisher(out / CURVE_FILE) as pub:
             pub.write(json.dumps({"instances": [c.as_dict() for c in curves]}).encode())
             pub.commit()
-        plot_facts(facts, out, capacities=[s for s in slots if not s.infinite], formats=("png",))
+        plot_facts(
+            facts, out, capacities=[s for s in slots if not s.infinite], targets=job.spec["targets"], formats=("png",)
+        )
     except TRANSIENT:
         raise
     except Exception as exc:
-        reason = str(exc) if isinstance(exc, LiteHitError) else f"internal error: {type(exc).__name__}: {exc}"
-        fail_job(session, job_id, reason)
+        fail_job(session, job_id, error_text(exc, storage.root))
         return "failed"
     record_summaries(session, job_id, result)
     job = session.get(Job, job_id)

@@ -14,7 +14,7 @@ from sqlalchemy import delete
 from sqlalchemy.orm import Session
 
 from litehit.db.models import Job, LaneRun, utcnow
-from litehit.db.states import JobState, LaneState, Stage
+from litehit.db.states import LaneState, Stage
 from litehit.replay.runner import FACTS_FILE
 from litehit.replay.staged import lane_stage, merge_stage, read_manifest
 from litehit.settings import Settings
@@ -27,6 +27,7 @@ from worker.jobs.state import (
     fail_job_from,
     heartbeat_part,
     job_should_stop,
+    succeed_job,
 )
 from worker.jobs.submit import LANE_TASK, MERGE_TASK, Enqueue
 from worker.jobs.throttle import Throttle
@@ -134,7 +135,7 @@ def run_merge(session: Session, settings: Settings, job_id: str) -> str:
         }
         for r in job.lanes
     ]
-    job.stats = {
+    stats: dict[str, Any] = {
         **job.stats,
         "facts_rows": result.facts_rows,
         "lanes": lanes,
@@ -142,9 +143,9 @@ def run_merge(session: Session, settings: Settings, job_id: str) -> str:
         "unique_blocks": sum(r["unique_blocks"] or 0 for r in lanes),
         "trace_format": manifest.trace_format,
     }
-    job.output_path = storage.relative(Path(spec.output_result_path) / FACTS_FILE)
-    job.state, job.stage, job.finished_at = JobState.SUCCEEDED, Stage.DONE, utcnow()
-    job.progress = {**job.progress, "stage": Stage.DONE}
-    session.commit()
+    output = storage.relative(Path(spec.output_result_path) / FACTS_FILE)
+    progress = {**job.progress, "stage": Stage.DONE}
+    if not succeed_job(session, job_id, stats=stats, output_path=output, progress=progress):
+        return "skipped"  # it ended while merging (cancelled): its state stays
     storage.remove_work(job_id)
     return "succeeded"

@@ -3,24 +3,30 @@ else holds it, so duplicated or redelivered messages are harmless."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+import errno
+import re
+from datetime import datetime, timedelta
 from enum import StrEnum
+from pathlib import Path
 from typing import Any, cast
 
-from sqlalchemy import and_, exists, or_, select, update
+from sqlalchemy import and_, case, exists, or_, select, update
 from sqlalchemy.orm import Session
 
-from litehit.db.models import Job, LaneRun, SweepRun, WindowLane, host_pid, utcnow
+from litehit.db.models import Job, LaneRun, ProfileLane, SweepRun, WindowLane, host_pid, utcnow
 from litehit.db.states import TERMINAL, JobState, LaneState, Stage
 from litehit.errors import LiteHitError, ReplayCancelled
+from litehit.publish import storage_reason
 from litehit.storage import Storage
 
 __all__ = [
+    "RESENT_AT",
     "Part",
     "PartClaim",
     "claim_job_stage",
     "claim_part",
     "claimed_attempt",
+    "end_cancelled",
     "fail_job",
     "fail_job_from",
     "finish_part",
@@ -28,6 +34,7 @@ __all__ = [
     "heartbeat_part",
     "job_should_stop",
     "part_key",
+    "succeed_job",
     "try_start_merge",
 ]
 
@@ -46,7 +53,11 @@ def claim_job_stage(
     session: Session, job_id: str, stages: tuple[Stage, ...], new_stage: Stage, stale_after_s: float
 ) -> bool:
     """Moves a job into new_stage (running) if it is waiting in one of `stages`, or if its
-    holder of that stage stopped heartbeating. Commits. True when this caller owns the stage."""
+    holder of that stage stopped heartbeating. Commits. True when this caller owns the stage.
+
+    Job.attempts counts the claims of the current stage: 1 on entering a stage, one more for
+    each takeover of it, so that recovery compares it with the per-stage task_max_attempts. A
+    stage entered without a claim (the merge, see try_start_merge) has 0 and is free to claim."""
     now = utcnow()
     stale = now - timedelta(seconds=stale_after_s)
     result = session.execute(
@@ -57,10 +68,18 @@ def claim_job_stage(
             Job.cancel_requested.is_(False),
             or_(
                 and_(Job.stage.in_(stages), Job.stage != new_stage),
-                and_(Job.stage == new_stage, or_(Job.heartbeat_at.is_(None), Job.heartbeat_at < stale)),
+                and_(
+                    Job.stage == new_stage,
+                    or_(Job.attempts == 0, Job.heartbeat_at.is_(None), Job.heartbeat_at < stale),
+                ),
             ),
         )
-        .values(state=JobState.RUNNING, stage=new_stage, heartbeat_at=now, attempts=Job.attempts + 1)
+        .values(
+            state=JobState.RUNNING,
+            stage=new_stage,
+            heartbeat_at=now,
+            attempts=case((Job.stage == new_stage, Job.attempts + 1), else_=1),
+        )
         .execution_options(synchronize_session=False)
     )
     session.commit()
@@ -94,28 +113,129 @@ def fail_job(session: Session, job_id: str, reason: str, *, state: JobState = Jo
     return bool(result.rowcount == 1)  # type: ignore[attr-defined]
 
 
+RESENT_AT = "resent_at"
+"""The key of a job's progress where the recovery sweep notes when it last sent the job's stage
+again (see worker.recovery); dropped once the job succeeded."""
+
+
+def succeed_job(session: Session, job_id: str, **values: Any) -> bool:
+    """Ends a running job succeeded, recording `values` (its output path, stats, progress);
+    False, writing nothing, when it ended meanwhile (e.g. cancelled while it merged: a terminal
+    state is never left). Commits."""
+    if isinstance(values.get("progress"), dict):
+        values["progress"] = {k: v for k, v in values["progress"].items() if k != RESENT_AT}
+    result = session.execute(
+        update(Job)
+        .where(Job.id == job_id, Job.state == JobState.RUNNING)
+        .values(state=JobState.SUCCEEDED, stage=Stage.DONE, finished_at=utcnow(), **values)
+        .execution_options(synchronize_session=False)
+    )
+    session.commit()
+    return bool(result.rowcount == 1)  # type: ignore[attr-defined]
+
+
 def fail_job_from(session: Session, storage: Storage, job_id: str, exc: BaseException) -> None:
     """Ends a job because of exc: cancelled for ReplayCancelled, else failed with the reason
     (a user-facing one for LiteHitError, "internal error: ..." otherwise); drops its work files."""
     state = JobState.CANCELLED if isinstance(exc, ReplayCancelled) else JobState.FAILED
-    if fail_job(session, job_id, error_text(exc), state=state):
+    if fail_job(session, job_id, error_text(exc, storage.root), state=state):
         storage.remove_work(job_id)
 
 
-def error_text(exc: BaseException) -> str:
-    return str(exc) if isinstance(exc, LiteHitError) else f"internal error: {type(exc).__name__}: {exc}"
+SHORT_WRITE = re.compile(r"(\d+) requested and (\d+) written")
+"""numpy's OSError for a write the file system cut short (no errno): the storage filled up."""
 
 
-Part = type[LaneRun] | type[SweepRun] | type[WindowLane]
+def error_text(exc: BaseException, root: Path | None = None) -> str:
+    """A job's error for exc: a full or read-only storage in one line that says so (also when a
+    LiteHitError wraps it); else a LiteHitError's own message, anything else "internal error:
+    <type>: <message>". Paths inside the storage root `root` are shown relative to it: a job's
+    error never shows where the server keeps its files."""
+    trouble = _storage_trouble(exc)
+    if isinstance(exc, LiteHitError) and (trouble is None or trouble[0] in str(exc)):
+        text = str(exc)  # e.g. the publisher's "cannot write <path>: the storage is full"
+    elif trouble is not None:
+        text = trouble[1]
+    else:
+        text = f"internal error: {type(exc).__name__}: {exc}"
+    if root is not None:  # root/x -> x, root itself -> ".", root-old/x stays
+        text = re.sub(re.escape(str(root)) + r"(/|(?![\w.-]))", lambda m: "" if m[1] else ".", text)
+    return text
+
+
+def _storage_trouble(exc: BaseException) -> tuple[str, str] | None:
+    """(reason, message) when a full or read-only storage caused exc or the error it was
+    raised from."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, OSError) and current.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS):
+            reason = storage_reason(current)
+            return reason, f"cannot write {current.filename}: {reason}" if current.filename else reason
+        if isinstance(current, OSError) and (short := SHORT_WRITE.fullmatch(str(current))):
+            reason = storage_reason(OSError(errno.ENOSPC, ""))
+            return reason, f"{reason}: a write stopped after {short[2]} of {short[1]} bytes"
+        current = current.__cause__ or current.__context__
+    return None
+
+
+Part = type[LaneRun] | type[SweepRun] | type[WindowLane] | type[ProfileLane]
 """The rows of a job's parallel stage: the lanes of a replay, the simulations of a sweep, the
-lanes of a window sizing."""
+lanes of a window sizing, the lanes of a workload profile."""
 
-_PART_STAGE: dict[Any, Stage] = {LaneRun: Stage.LANES, SweepRun: Stage.SIMULATE, WindowLane: Stage.SIZE}
+_PART_STAGE: dict[Any, Stage] = {
+    LaneRun: Stage.LANES,
+    SweepRun: Stage.SIMULATE,
+    WindowLane: Stage.SIZE,
+    ProfileLane: Stage.PROFILE,
+}
 
 
 def part_key(model: Part) -> Any:
     """The column that numbers the parts of one job."""
     return SweepRun.run if model is SweepRun else model.lane
+
+
+CANCELLED_REASON = "cancelled; nothing was published"
+
+
+def end_cancelled(session: Session, job_id: str, stale_after_s: float, *, now: datetime | None = None) -> bool:
+    """Ends a running job whose cancellation was requested once nobody works on it any more: no
+    part of its parallel stage runs with a fresh heartbeat and, in any other stage, the job's own
+    heartbeat is stale (its holder died). A live holder notices the cancellation itself. Nobody
+    can start working on it later: claims refuse a job whose cancellation was requested. True
+    when this call ended it (the caller removes its work files). Commits."""
+    now = now or utcnow()
+    stale = now - timedelta(seconds=stale_after_s)
+    live_parts = [
+        exists().where(
+            model.job_id == job_id,
+            model.state == LaneState.RUNNING,
+            model.heartbeat_at.is_not(None),
+            model.heartbeat_at >= stale,
+        )
+        for model in _PART_STAGE
+    ]
+    live_holder = and_(
+        Job.stage.not_in(tuple(_PART_STAGE.values())),
+        Job.attempts > 0,  # claimed (a merge no one claimed yet has 0)
+        Job.heartbeat_at.is_not(None),
+        Job.heartbeat_at >= stale,
+    )
+    result = session.execute(
+        update(Job)
+        .where(
+            Job.id == job_id,
+            Job.state == JobState.RUNNING,
+            Job.cancel_requested.is_(True),
+            ~or_(live_holder, *live_parts),
+        )
+        .values(state=JobState.CANCELLED, error=CANCELLED_REASON, finished_at=now, stage=Stage.DONE)
+        .execution_options(synchronize_session=False)
+    )
+    session.commit()
+    return bool(result.rowcount == 1)  # type: ignore[attr-defined]
 
 
 def claim_part(
@@ -206,14 +326,14 @@ def finish_part(
     return bool(result.rowcount == 1)  # type: ignore[attr-defined]
 
 
-def try_start_merge(session: Session, model: Part, job_id: str) -> bool:
-    """True for exactly one caller, once every part of the job's parallel stage has succeeded.
-    Commits."""
+def try_start_merge(session: Session, model: Part, job_id: str, *, now: datetime | None = None) -> bool:
+    """True for exactly one caller, once every part of the job's parallel stage has succeeded;
+    that caller sends the merge (at `now`, its heartbeat until a worker claims it). Commits."""
     pending = exists().where(model.job_id == job_id, model.state != LaneState.SUCCEEDED)
     result = session.execute(
         update(Job)
         .where(Job.id == job_id, Job.state == JobState.RUNNING, Job.stage == _PART_STAGE[model], ~pending)
-        .values(stage=Stage.MERGE, heartbeat_at=None)
+        .values(stage=Stage.MERGE, heartbeat_at=now or utcnow(), attempts=0)  # unclaimed: 0
         .execution_options(synchronize_session=False)
     )
     session.commit()

@@ -20,7 +20,8 @@ from litehit.capacity import DEFAULT_TARGETS, parse_capacities
 from litehit.db.models import Job, Trace
 from litehit.errors import ConfigError, ConfigIssue, LiteHitError, QueryError, StorageError
 from litehit.policies.options import check_sweepable, parse_sweep_options
-from litehit.spec import ReplaySpec, parse_replay_spec
+from litehit.shorthand import Shorthand, shorthand_config
+from litehit.spec import ReplaySpec, TraceFormat, parse_replay_spec
 from litehit.storage import Storage
 from litehit.traces.formats import detect_format
 from litehit.window.options import parse_window_options
@@ -31,6 +32,10 @@ __all__ = [
     "LANE_TASK",
     "MERGE_TASK",
     "PARSE_TASK",
+    "PROFILE_KIND",
+    "PROFILE_LANE_TASK",
+    "PROFILE_MERGE_TASK",
+    "PROFILE_PARSE_TASK",
     "QUERY_TASK",
     "SWEEP_KIND",
     "SWEEP_MERGE_TASK",
@@ -41,6 +46,7 @@ __all__ = [
     "WINDOW_MERGE_TASK",
     "WINDOW_PARSE_TASK",
     "Enqueue",
+    "create_profile_job",
     "create_query_job",
     "create_replay_job",
     "create_sweep_job",
@@ -58,14 +64,19 @@ SWEEP_MERGE_TASK = "litehit.sweep.merge"
 WINDOW_PARSE_TASK = "litehit.window.parse"
 WINDOW_LANE_TASK = "litehit.window.lane"
 WINDOW_MERGE_TASK = "litehit.window.merge"
+PROFILE_PARSE_TASK = "litehit.profile.parse"
+PROFILE_LANE_TASK = "litehit.profile.lane"
+PROFILE_MERGE_TASK = "litehit.profile.merge"
 
 SWEEP_KIND = "policy_sweep"
 WINDOW_KIND = "window"
+PROFILE_KIND = "profile"
 FIRST_TASK = {  # a queued job's task
     "replay": PARSE_TASK,
     "query": QUERY_TASK,
     SWEEP_KIND: SWEEP_PARSE_TASK,
     WINDOW_KIND: WINDOW_PARSE_TASK,
+    PROFILE_KIND: PROFILE_PARSE_TASK,
 }
 
 Enqueue = Callable[..., None]  # enqueue(task_name, *args)
@@ -85,6 +96,70 @@ def request_hash(body: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
+SHORTHAND_FIELDS = frozenset(
+    {"block_sizes", "ttl_seconds", "model", "kv_dtype", "kv_bytes_per_token", "block_bytes", "prefix_hash"}
+)
+"""Fields of a replay request that make it the shorthand (litehit.shorthand) rather than a config."""
+
+
+def _expand_shorthand(
+    session: Session, storage: Storage, config: dict[str, Any], trace_id: str | None
+) -> dict[str, Any]:
+    """The original config a shorthand request stands for (its trace read for the format when the
+    request does not name it); ConfigError naming the request's fields."""
+    given = sorted(SHORTHAND_FIELDS & config.keys())
+    clash = [f for f in ("instances", "instance_groups", "override_instance_id") if config.get(f)]
+    if clash:
+        raise ConfigError(
+            [ConfigIssue(clash[0], None, f"give the shorthand ({', '.join(given)}) or a config, not both")]
+        )
+    fmt_text = config.get("trace_format")
+    if fmt_text is None:
+        fmt = _detected_format(session, storage, config, trace_id)
+    else:
+        try:
+            fmt = TraceFormat(fmt_text)
+        except ValueError:
+            choices = ", ".join(f.value for f in TraceFormat)
+            raise ConfigError([ConfigIssue("trace_format", fmt_text, f"expected one of {choices}")]) from None
+    options = Shorthand(
+        trace_format=fmt,
+        block_size=config.get("block_size"),
+        block_sizes=config.get("block_sizes"),
+        ttl_seconds=config.get("ttl_seconds") or (0,),
+        model=config.get("model"),
+        kv_dtype=config.get("kv_dtype"),
+        kv_bytes_per_token=config.get("kv_bytes_per_token"),
+        block_bytes=config.get("block_bytes"),
+        prefix_hash=config.get("prefix_hash"),
+        workers=config.get("pipeline_worker_count"),
+        extended=config.get("facts_format") == "extended",
+    )
+    expanded = shorthand_config(options, config.get("trace_file_path", ""), "")
+    expanded.pop("output_result_path")
+    return expanded
+
+
+def _detected_format(session: Session, storage: Storage, config: dict[str, Any], trace_id: str | None) -> TraceFormat:
+    if trace_id is not None:
+        trace = session.get(Trace, trace_id)
+        if trace is None:
+            raise ConfigError([ConfigIssue("trace_id", trace_id, "no uploaded trace with this id")])
+        return TraceFormat(trace.trace_format)
+    text = config.get("trace_file_path")
+    try:
+        if not isinstance(text, str) or not text:
+            raise StorageError("give trace_id or a trace_file_path in the storage root")
+        fmt = detect_format(storage.user_path(text))
+    except StorageError as exc:
+        raise ConfigError([ConfigIssue("trace_file_path", text, str(exc))]) from None
+    except LiteHitError as exc:
+        raise ConfigError([ConfigIssue("trace_format", None, str(exc))]) from None
+    if fmt is None:
+        raise ConfigError([ConfigIssue("trace_file_path", text, "the trace has no rows")])
+    return fmt
+
+
 def _replay_config(
     session: Session, storage: Storage, config: dict[str, Any], trace_id: str | None
 ) -> tuple[dict[str, Any], ReplaySpec, Trace | None]:
@@ -92,6 +167,8 @@ def _replay_config(
     (relative path) and its format detected when not given. ConfigError lists every issue."""
     config = dict(config)
     config.pop("output_result_path", None)
+    if SHORTHAND_FIELDS & config.keys():
+        config = _expand_shorthand(session, storage, config, trace_id)
     issues: list[ConfigIssue] = []
     spec: ReplaySpec | None = None
     try:  # the config itself first, so that every field error is reported
@@ -272,6 +349,38 @@ def create_window_job(
         idempotency_key=idempotency_key,
         source=source,
     )
+
+
+def create_profile_job(
+    session: Session,
+    storage: Storage,
+    config: dict[str, Any],
+    options: dict[str, Any] | None = None,
+    *,
+    trace_id: str | None = None,
+    idempotency_key: str | None = None,
+    source: str = "api",
+) -> tuple[Job, bool]:
+    """Validates a workload profile (a replay config; TTL lanes are profiled with their TTL) and
+    stores it as a queued job. A profile has no options: `options` must be empty."""
+    if options:
+        raise ConfigError([ConfigIssue(next(iter(options)), None, "a profile takes no options")])
+    digest = request_hash({"config": config, "trace_id": trace_id})
+    existing = _existing(session, PROFILE_KIND, idempotency_key, digest)
+    if existing is not None:
+        return existing, False
+    checked, _, trace = _replay_config(session, storage, config, trace_id)
+    job = Job(
+        kind=PROFILE_KIND,
+        spec={"config": checked},
+        idempotency_key=idempotency_key or None,
+        request_hash=digest,
+        trace_id=trace.id if trace else None,
+        source=source,
+        stats={},
+        progress={},
+    )
+    return _store(session, job)
 
 
 def create_query_job(

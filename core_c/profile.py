@@ -1,0 +1,186 @@
+"""The workload-profile recorder (lh_profile.h): per key first/last access, one record per reuse,
+hit blocks by threshold and the working set per time window, fed alongside a lane.
+
+**Usage**::
+
+    with Lane(ttl_ns) as lane, ProfileRecorder(window_ns=60 * 10**9) as rec:
+        facts = lane.process_batch(keys, offsets, timestamps)
+        hits = rec.record_batch(keys, offsets, timestamps, categories, facts)   # per request
+        arrays = rec.arrays()      # numpy views of the recorder's state (see ProfileArrays)
+        rec.reuses_of(category)    # one category's reuse times (and keys, see CategoryReuses)
+
+The recorder never sees a capacity: it keeps what a profile is computed from; litehit.profile
+computes the metrics. Not thread-safe: one thread owns a recorder.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from core_c._arrays import Int64Array, as_int64, ptr
+from core_c._core import ffi, lib
+from core_c._handle import CHandle
+from core_c.errors import CoreError, new_error_buffer, raise_for_status
+from core_c.lane import BatchFacts
+
+__all__ = ["CategoryReuses", "ProfileArrays", "ProfileRecorder", "ProfileStats"]
+
+
+@dataclass(frozen=True, slots=True)
+class ProfileStats:
+    requests: int
+    accesses: int
+    keys: int
+    reuses: int
+    memory_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class ProfileArrays:
+    """Views of a recorder's state; valid until it records, resets or closes.
+
+    Key i is the i-th distinct key in order of first access: ``first_ns``/``last_ns`` its first
+    and latest access (a request containing it), ``first_cat`` that first request's category,
+    ``shared`` 1 when two or more requests contained it, ``reuses`` its reuses (every category).
+    ``threshold_slope``: +1 at every curve segment's start, -1 past its end (its prefix sums are
+    the hit blocks whose threshold is exactly t; sum those again for the hit blocks at capacity
+    C). ``window``/``window_keys``: every time window that saw a request (ascending) and the
+    distinct keys accessed in it. ``base_category``: the first category that reused (-1: none);
+    ``base_reuses``: the keys' reuse counts when a second category first reused (empty while
+    one category reuses). ``categories``: the ids that may have reuses (see ``reuses_of``)."""
+
+    first_ns: Int64Array
+    last_ns: Int64Array
+    first_cat: npt.NDArray[np.int32]
+    shared: npt.NDArray[np.uint8]
+    reuses: npt.NDArray[np.uint32]
+    threshold_slope: Int64Array
+    window: Int64Array
+    window_keys: Int64Array
+    categories: int
+    base_category: int
+    base_reuses: npt.NDArray[np.uint32]
+
+
+@dataclass(frozen=True, slots=True)
+class CategoryReuses:
+    """The reuses of one category, in order: ``ns`` the time since the key's latest access by an
+    earlier request (the recorder's own array, writable: sorting it in place is allowed, the
+    recorder never reads it back); ``keys`` the key of each of the last len(keys) reuses (those
+    since a second category first reused; empty before)."""
+
+    ns: Int64Array
+    keys: npt.NDArray[np.uint32]
+
+
+def _view(pointer: Any, n: int, dtype: type[np.generic], *, writable: bool = False) -> npt.NDArray[Any]:
+    if n == 0:
+        return np.empty(0, dtype=dtype)
+    array = np.frombuffer(ffi.buffer(pointer, n * np.dtype(dtype).itemsize), dtype=dtype)
+    array.flags.writeable = writable
+    return array
+
+
+class ProfileRecorder(CHandle):
+    """Follows one lane; working-set windows are ``window_ns`` long (aligned at 0)."""
+
+    def __init__(self, window_ns: int = 60 * 10**9) -> None:
+        out = ffi.new("lh_profile **")
+        err = new_error_buffer()
+        raise_for_status(lib.lh_profile_create(out, int(window_ns), err, lib.LH_ERR_LEN), err)
+        self.window_ns = int(window_ns)
+        self._own(out[0], lib.lh_profile_destroy)
+
+    def record_batch(
+        self,
+        keys: Int64Array,
+        offsets: Int64Array,
+        timestamps: Int64Array,
+        categories: npt.NDArray[np.int32],
+        facts: BatchFacts,
+    ) -> Int64Array:
+        """Records requests the lane has just processed (the same arrays it was given, and the
+        facts it returned); returns each request's infinite-capacity hit blocks.
+
+        On failure raises CoreError with ``index`` = the failing request and ``partial`` = the
+        hits of the requests before it (which are recorded); the failing one changed nothing."""
+        handle = self._handle()
+        keys, offsets, ts = as_int64(keys), as_int64(offsets), as_int64(timestamps)
+        n = len(offsets) - 1
+        if n < 0:
+            raise ValueError("offsets needs at least one entry")
+        if n and (offsets[0] < 0 or offsets[-1] > len(keys) or bool(np.any(offsets[1:] < offsets[:-1]))):
+            raise ValueError("offsets must be non-decreasing and within keys")
+        given = np.asarray(categories)
+        if given.size and given.dtype != np.int32 and (given.min() < -(2**31) or given.max() >= 2**31):
+            raise ValueError("categories must fit in int32")
+        cats = np.ascontiguousarray(given, dtype=np.int32)
+        if len(ts) != n or len(cats) != n or len(facts.seg_offsets) != n + 1:
+            raise ValueError("timestamps, categories and facts need one entry per request")
+        segs = np.ascontiguousarray(facts.segments, dtype=np.int64).reshape(-1, 2)
+        seg_offsets = as_int64(facts.seg_offsets)
+        if n and (seg_offsets[0] < 0 or seg_offsets[-1] > len(segs) or bool(np.any(np.diff(seg_offsets) < 0))):
+            raise ValueError("facts segment offsets must be non-decreasing and within the segments")
+        hits = np.zeros(n, dtype=np.int64)
+        n_done = ffi.new("size_t *")
+        err = new_error_buffer()
+        status = lib.lh_profile_record_batch(
+            handle,
+            ptr("int64_t[]", keys),
+            ptr("int64_t[]", offsets),
+            ptr("int64_t[]", ts),
+            ptr("int32_t[]", cats),
+            n,
+            ptr("int64_t[]", segs),
+            ptr("int64_t[]", seg_offsets),
+            ptr("int64_t[]", hits),
+            n_done,
+            err,
+            lib.LH_ERR_LEN,
+        )
+        done = int(n_done[0])
+        try:
+            raise_for_status(status, err, index=done)
+        except CoreError as exc:
+            exc.partial = hits[:done]  # type: ignore[attr-defined]
+            raise
+        return hits
+
+    def arrays(self) -> ProfileArrays:
+        v = ffi.new("lh_profile_view *")
+        lib.lh_profile_get_view(self._handle(), v)
+        keys = int(v.n_keys)
+        return ProfileArrays(
+            first_ns=_view(v.first_ns, keys, np.int64),
+            last_ns=_view(v.last_ns, keys, np.int64),
+            first_cat=_view(v.first_cat, keys, np.int32),
+            shared=_view(v.shared, keys, np.uint8),
+            reuses=_view(v.reuses, keys, np.uint32),
+            threshold_slope=_view(v.threshold_slope, int(v.n_thresholds), np.int64),
+            window=_view(v.window, int(v.n_windows), np.int64),
+            window_keys=_view(v.window_keys, int(v.n_windows), np.int64),
+            categories=int(v.n_categories),
+            base_category=int(v.base_category),
+            base_reuses=_view(v.base_reuses, int(v.n_base), np.uint32),
+        )
+
+    def reuses_of(self, category: int) -> CategoryReuses:
+        """The reuses of a category (empty when it has none)."""
+        r = ffi.new("lh_profile_reuses *")
+        lib.lh_profile_get_reuses(self._handle(), int(category), r)
+        return CategoryReuses(
+            ns=_view(r.ns, int(r.n), np.int64, writable=True), keys=_view(r.keys, int(r.n_keys), np.uint32)
+        )
+
+    def reset(self) -> None:
+        """Forgets everything recorded (keeps the window length)."""
+        lib.lh_profile_reset(self._handle())
+
+    def stats(self) -> ProfileStats:
+        raw = ffi.new("lh_profile_stats *")
+        lib.lh_profile_get_stats(self._handle(), raw)
+        return ProfileStats(**{f: int(getattr(raw, f)) for f in ProfileStats.__slots__})

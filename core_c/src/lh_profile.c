@@ -1,0 +1,331 @@
+/* lh_profile.c - the workload-profile recorder (see lh_profile.h). */
+#include "lh_profile.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "lh_common.h"
+#include "lh_keymap.h"
+
+#define MAX_KEYS ((uint64_t)UINT32_MAX - 1) /* key indices are uint32, LH_NIL excluded */
+#define MAP_LOAD_PERCENT 75 /* the key map holds every key of the lane: memory over probe length */
+
+/* A growable array growing by a quarter (the reuse arrays are the recorder's bulk). */
+typedef struct array {
+  void *data;
+  size_t len, cap; /* in elements */
+} array;
+
+static int reserve(array *a, size_t extra, size_t elem) {
+  if (extra <= a->cap - a->len) return 0;
+  if (a->len > SIZE_MAX / elem - extra) return -1;
+  size_t need = a->len + extra, cap = a->cap < 64 ? 64 : a->cap;
+  while (cap < need) cap = cap > SIZE_MAX / elem / 5 * 4 ? need : cap + cap / 4;
+  void *data = realloc(a->data, cap * elem);
+  if (data == NULL) return -1;
+  a->data = data;
+  a->cap = cap;
+  return 0;
+}
+
+#define AT(a, T) ((T *)(a).data)
+
+/* The per-key arrays, by name, and their element sizes. */
+enum { FIRST_NS, LAST_NS, FIRST_CAT, SHARED, REUSES, N_KEY_ARRAYS };
+static const size_t KEY_ELEM[N_KEY_ARRAYS] = {8, 8, 4, 1, 4};
+
+typedef struct cat_reuses {
+  array ns;   /* int64: reuse times */
+  array keys; /* uint32: key indices of the reuses since the split */
+} cat_reuses;
+
+struct lh_profile {
+  int64_t window_ns;
+  lh_keymap map; /* key -> index */
+  array key[N_KEY_ARRAYS];
+  array slope; /* int64, zero-filled up to len */
+  array window, window_keys;
+  array scratch; /* uint32 per block of the current request: its key index */
+  cat_reuses *cats;
+  size_t n_cats, cap_cats; /* categories in use (that reused) and allocated (zeroed beyond n_cats) */
+  int32_t base_cat; /* -1 until the first reuse */
+  array base;       /* uint32: per-key reuse counts at the split (len 0 before it) */
+  int split;        /* a second category has reused: every reuse records its key */
+  int started;
+  int64_t last_ts;
+  lh_profile_stats stats;
+};
+
+static int64_t floor_div(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
+}
+
+int lh_profile_create(lh_profile **out, int64_t window_ns, char *err, size_t errlen) {
+  *out = NULL;
+  if (window_ns <= 0) return lh_fail(err, errlen, LH_EINVAL, "the working-set window must be positive, got %lld ns", (long long)window_ns);
+  lh_profile *p = calloc(1, sizeof *p);
+  if (p == NULL) return lh_fail(err, errlen, LH_ENOMEM, "out of memory creating a profile recorder");
+  p->window_ns = window_ns;
+  p->base_cat = -1;
+  p->map.max_load_percent = MAP_LOAD_PERCENT;
+  *out = p;
+  return LH_OK;
+}
+
+static void free_all(lh_profile *p) {
+  lh_keymap_free(&p->map);
+  for (size_t i = 0; i < N_KEY_ARRAYS; i++) free(p->key[i].data);
+  array *arrays[] = {&p->slope, &p->window, &p->window_keys, &p->scratch, &p->base};
+  for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++) free(arrays[i]->data);
+  for (size_t c = 0; c < p->cap_cats; c++) {
+    free(p->cats[c].ns.data);
+    free(p->cats[c].keys.data);
+  }
+  free(p->cats);
+}
+
+void lh_profile_destroy(lh_profile *p) {
+  if (p == NULL) return;
+  free_all(p);
+  free(p);
+}
+
+void lh_profile_reset(lh_profile *p) {
+  int64_t window_ns = p->window_ns;
+  free_all(p);
+  memset(p, 0, sizeof *p);
+  p->window_ns = window_ns;
+  p->base_cat = -1;
+  p->map.max_load_percent = MAP_LOAD_PERCENT;
+}
+
+/* Checks request r's curve (before anything changes): well formed, covering at most its n
+ * blocks, thresholds within the keys seen plus the request's. Writes the hit blocks and the end
+ * of the largest threshold (largest + 1). */
+static int check_curve(const lh_profile *p, size_t n, const int64_t *segs, int64_t lo, int64_t hi, size_t r,
+                       int64_t *hits, int64_t *end, char *err, size_t errlen) {
+  int64_t h = 0, top = 0;
+  int64_t bound = (int64_t)p->map.count + (int64_t)n; /* thresholds never exceed this */
+  if (lo < 0 || hi < lo) return lh_fail(err, errlen, LH_EINVAL, "request %zu: curve offsets must be non-negative and non-decreasing", r);
+  for (int64_t s = lo; s < hi; s++) {
+    int64_t start = segs[2 * s], run = segs[2 * s + 1];
+    if (start < 1 || run < 0 || run > (int64_t)n - h || start > bound - run + 1) {
+      return lh_fail(err, errlen, LH_EINVAL, "request %zu: curve segment (%lld, %lld) is not one the lane writes", r,
+                     (long long)start, (long long)run);
+    }
+    if (run > 0 && start <= top) {
+      return lh_fail(err, errlen, LH_EINVAL, "request %zu: curve thresholds are not increasing", r);
+    }
+    h += run;
+    if (run > 0) top = start + run - 1;
+  }
+  *hits = h;
+  *end = top + 1;
+  return LH_OK;
+}
+
+/* Whether request r (of category cat, with hits > 0) splits the reuses by key now. */
+static int splits(const lh_profile *p, int32_t cat, int64_t hits) {
+  return !p->split && hits > 0 && p->base_cat >= 0 && cat != p->base_cat;
+}
+
+/* Everything request r may allocate, allocated up front: afterwards it cannot fail. */
+static int reserve_request(lh_profile *p, size_t n, int32_t cat, int64_t hits, int64_t end, char *err,
+                           size_t errlen) {
+  if ((uint64_t)p->map.count + n > MAX_KEYS) {
+    return lh_fail(err, errlen, LH_ERANGE, "more than %llu distinct keys in one lane", (unsigned long long)MAX_KEYS);
+  }
+  int failed = lh_keymap_reserve(&p->map, n) != 0;
+  for (size_t i = 0; i < N_KEY_ARRAYS && !failed; i++) failed = reserve(&p->key[i], n, KEY_ELEM[i]) != 0;
+  size_t slope_len = p->slope.len, slope_need = (size_t)end + 1;
+  size_t grow = slope_need > slope_len ? slope_need - slope_len : 0;
+  failed = failed || reserve(&p->slope, grow, sizeof(int64_t)) != 0 || reserve(&p->window, 1, sizeof(int64_t)) != 0 ||
+           reserve(&p->window_keys, 1, sizeof(int64_t)) != 0 ||
+           (p->scratch.cap < n && reserve(&p->scratch, n, sizeof(uint32_t)) != 0);
+  if (!failed && hits > 0 && (size_t)cat >= p->cap_cats) { /* allocated only: n_cats grows on success */
+    size_t cap_cats = (size_t)cat + 1;
+    cat_reuses *cats = realloc(p->cats, cap_cats * sizeof *cats);
+    if (cats == NULL) {
+      failed = 1;
+    } else {
+      memset(cats + p->cap_cats, 0, (cap_cats - p->cap_cats) * sizeof *cats);
+      p->cats = cats;
+      p->cap_cats = cap_cats;
+    }
+  }
+  if (!failed && hits > 0) {
+    cat_reuses *c = &p->cats[cat];
+    failed = reserve(&c->ns, (size_t)hits, sizeof(int64_t)) != 0 ||
+             ((p->split || splits(p, cat, hits)) && reserve(&c->keys, (size_t)hits, sizeof(uint32_t)) != 0) ||
+             (splits(p, cat, hits) && reserve(&p->base, p->map.count, sizeof(uint32_t)) != 0);
+  }
+  if (failed) return lh_fail(err, errlen, LH_ENOMEM, "out of memory in the profile recorder");
+  if (grow) {
+    memset(AT(p->slope, int64_t) + slope_len, 0, grow * sizeof(int64_t));
+    p->slope.len = slope_need;
+  }
+  return LH_OK;
+}
+
+/* Records request r (reserved). Its first `hits` keys must have been seen before, with fewer than
+ * 2^32 - 1 reuses each: if one was not, nothing is recorded and its position is returned
+ * (*reason: 1 never seen, 2 too many reuses); else -1. */
+static int64_t record_request(lh_profile *p, const int64_t *keys, size_t n, int64_t now, int32_t cat, int64_t hits,
+                              const int64_t *segs, int64_t seg_lo, int64_t seg_hi, int *reason) {
+  int64_t *first = AT(p->key[FIRST_NS], int64_t), *last = AT(p->key[LAST_NS], int64_t);
+  int32_t *first_cat = AT(p->key[FIRST_CAT], int32_t);
+  uint8_t *shared = AT(p->key[SHARED], uint8_t);
+  uint32_t *reuses = AT(p->key[REUSES], uint32_t);
+  uint32_t *idx = AT(p->scratch, uint32_t);
+  for (size_t j = 0; j < n; j++) lh_keymap_prefetch(&p->map, keys[j]);
+  /* the reused keys, checked before anything changes */
+  for (int64_t i = 0; i < hits; i++) {
+    uint32_t k = lh_keymap_get(&p->map, keys[i]);
+    *reason = k == LH_NIL ? 1 : reuses[k] >= UINT32_MAX - (uint32_t)hits ? 2 : 0;
+    if (*reason) return i;
+    idx[i] = k;
+  }
+  if (hits > 0) {
+    if ((size_t)cat >= p->n_cats) p->n_cats = (size_t)cat + 1;
+    if (p->base_cat < 0) p->base_cat = cat;
+    if (splits(p, cat, hits)) {
+      memcpy(p->base.data, reuses, p->map.count * sizeof(uint32_t));
+      p->base.len = p->map.count;
+      p->split = 1;
+    }
+    cat_reuses *c = &p->cats[cat];
+    int64_t *ns = AT(c->ns, int64_t) + c->ns.len;
+    for (int64_t i = 0; i < hits; i++) { /* against the state before the request */
+      ns[i] = now - last[idx[i]];
+      reuses[idx[i]]++;
+    }
+    c->ns.len += (size_t)hits;
+    if (p->split) {
+      memcpy(AT(c->keys, uint32_t) + c->keys.len, idx, (size_t)hits * sizeof(uint32_t));
+      c->keys.len += (size_t)hits;
+    }
+  }
+  /* the request's window */
+  int64_t w = floor_div(now, p->window_ns);
+  if (p->window.len == 0 || AT(p->window, int64_t)[p->window.len - 1] != w) {
+    AT(p->window, int64_t)[p->window.len++] = w;
+    AT(p->window_keys, int64_t)[p->window_keys.len++] = 0;
+  }
+  int64_t *window_keys = &AT(p->window_keys, int64_t)[p->window_keys.len - 1];
+  /* the rest of the keys; a new one gets the next index, so indices from `before` on are this
+   * request's own */
+  size_t before = p->map.count;
+  for (size_t j = (size_t)hits; j < n; j++) {
+    uint32_t k = lh_keymap_get(&p->map, keys[j]);
+    if (k == LH_NIL) {
+      k = (uint32_t)p->map.count;
+      lh_keymap_put(&p->map, keys[j], k);
+      first[k] = last[k] = now;
+      first_cat[k] = cat;
+      shared[k] = 0;
+      reuses[k] = 0;
+      ++*window_keys;
+    }
+    idx[j] = k;
+  }
+  for (size_t i = 0; i < N_KEY_ARRAYS; i++) p->key[i].len = p->map.count;
+  /* the accesses of the keys seen before (every update after every reuse time was taken) */
+  for (size_t j = 0; j < n; j++) {
+    uint32_t k = idx[j];
+    if (k >= before) continue;
+    shared[k] = 1;
+    if (last[k] != now && floor_div(last[k], p->window_ns) != w) ++*window_keys;
+    last[k] = now;
+  }
+  int64_t *slope = AT(p->slope, int64_t);
+  for (int64_t s = seg_lo; s < seg_hi; s++) {
+    slope[segs[2 * s]]++;
+    slope[segs[2 * s] + segs[2 * s + 1]]--;
+  }
+  p->stats.requests++;
+  p->stats.accesses += n;
+  p->stats.reuses += (uint64_t)hits;
+  return -1;
+}
+
+int lh_profile_record_batch(lh_profile *p, const int64_t *keys, const int64_t *offsets, const int64_t *timestamps,
+                            const int32_t *categories, size_t n_req, const int64_t *segs,
+                            const int64_t *seg_offsets, int64_t *hits, size_t *n_done, char *err, size_t errlen) {
+  *n_done = 0;
+  for (size_t r = 0; r < n_req; r++) {
+    int64_t lo = offsets[r], hi = offsets[r + 1];
+    if (lo < 0 || hi < lo) {
+      *n_done = r;
+      return lh_fail(err, errlen, LH_EINVAL, "request %zu: offsets must be non-negative and non-decreasing", r);
+    }
+    int64_t now = timestamps[r];
+    int32_t cat = categories[r];
+    if (p->started && now < p->last_ts) {
+      *n_done = r;
+      return lh_fail(err, errlen, LH_EINVAL, "request %zu: timestamp %lld is before the previous request's %lld", r,
+                     (long long)now, (long long)p->last_ts);
+    }
+    if (cat < 0) {
+      *n_done = r;
+      return lh_fail(err, errlen, LH_EINVAL, "request %zu: negative category %d", r, (int)cat);
+    }
+    size_t n = (size_t)(hi - lo);
+    int64_t h = 0, end = 0;
+    int reason = 0;
+    int rc = check_curve(p, n, segs, seg_offsets[r], seg_offsets[r + 1], r, &h, &end, err, errlen);
+    if (rc == LH_OK) rc = reserve_request(p, n, cat, h, end, err, errlen);
+    int64_t bad = rc == LH_OK ? record_request(p, keys + lo, n, now, cat, h, segs, seg_offsets[r], seg_offsets[r + 1], &reason) : -1;
+    if (bad >= 0) {
+      rc = reason == 1 ? lh_fail(err, errlen, LH_EINVAL, "request %zu: the curve covers block %lld, a key never seen before", r, (long long)bad)
+                       : lh_fail(err, errlen, LH_ERANGE, "request %zu: block %lld's key has 2^32 - 1 reuses", r, (long long)bad);
+    }
+    if (rc != LH_OK) {
+      *n_done = r;
+      return rc;
+    }
+    p->started = 1;
+    p->last_ts = now;
+    hits[r] = h;
+  }
+  *n_done = n_req;
+  return LH_OK;
+}
+
+void lh_profile_get_view(const lh_profile *p, lh_profile_view *view) {
+  view->n_keys = p->map.count;
+  view->first_ns = p->key[FIRST_NS].data;
+  view->last_ns = p->key[LAST_NS].data;
+  view->first_cat = p->key[FIRST_CAT].data;
+  view->shared = p->key[SHARED].data;
+  view->reuses = p->key[REUSES].data;
+  view->n_thresholds = p->slope.len;
+  view->threshold_slope = p->slope.data;
+  view->n_windows = p->window.len;
+  view->window = p->window.data;
+  view->window_keys = p->window_keys.data;
+  view->n_categories = p->n_cats;
+  view->base_category = p->base_cat;
+  view->n_base = p->base.len;
+  view->base_reuses = p->base.data;
+}
+
+void lh_profile_get_reuses(lh_profile *p, int32_t category, lh_profile_reuses *out) {
+  memset(out, 0, sizeof *out);
+  if (category < 0 || (size_t)category >= p->n_cats) return;
+  cat_reuses *c = &p->cats[category];
+  out->n = c->ns.len;
+  out->ns = c->ns.data;
+  out->n_keys = c->keys.len;
+  out->keys = c->keys.data;
+}
+
+void lh_profile_get_stats(const lh_profile *p, lh_profile_stats *stats) {
+  *stats = p->stats;
+  stats->keys = p->map.count;
+  size_t bytes = sizeof *p + lh_keymap_memory(&p->map) + p->cap_cats * sizeof(cat_reuses);
+  for (size_t i = 0; i < N_KEY_ARRAYS; i++) bytes += p->key[i].cap * KEY_ELEM[i];
+  bytes += (p->slope.cap + p->window.cap + p->window_keys.cap) * sizeof(int64_t) + (p->scratch.cap + p->base.cap) * sizeof(uint32_t);
+  for (size_t c = 0; c < p->cap_cats; c++) bytes += p->cats[c].ns.cap * sizeof(int64_t) + p->cats[c].keys.cap * sizeof(uint32_t);
+  stats->memory_bytes = bytes;
+}
