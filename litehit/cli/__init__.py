@@ -8,6 +8,7 @@ import sys
 from importlib.metadata import PackageNotFoundError, version
 
 from litehit.cli import analysis, demo, jobs, migrate, models, policies, profile, query, replay, report, window
+from litehit.cli.stdin_input import STDIN, spooled_stdin
 from litehit.errors import LiteHitError
 
 __all__ = ["main"]
@@ -56,14 +57,17 @@ def _stdout_closed() -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    spooled: str | None = None
     try:
-        code = int(args.func(args))
+        with spooled_stdin(args) as spooled:
+            code = int(args.func(args))
         sys.stdout.flush()
         return code
     except BrokenPipeError:
         return _stdout_closed()
     except LiteHitError as exc:
-        print(f"litehit: error: {exc}", file=sys.stderr)
+        message = str(exc) if spooled is None else str(exc).replace(spooled, STDIN)
+        print(f"litehit: error: {message}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("litehit: interrupted; nothing was published", file=sys.stderr)
