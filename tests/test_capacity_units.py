@@ -158,3 +158,24 @@ def test_the_cli_takes_units(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert (row["capacity_gb"], row["capacity"], row["hit"]) == (None, "2 blocks", 16)
     assert main(["query", str(facts), "--capacity-gb", "1GB"]) == 1
     assert "capacities are binary, write GiB" in capsys.readouterr().err
+
+
+def test_sweeps_and_window_sizings_take_byte_units(
+    data_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from litehit.policies.options import parse_sweep_options
+    from litehit.window.options import parse_window_options
+
+    assert parse_sweep_options({"capacity_gb": ["512MiB", "1", 2, "1.5TiB"]}).capacity_gb == [0.5, 1.0, 2.0, 1536.0]
+    assert parse_window_options({"capacity_gb": "256MiB"}).capacity_gb == 0.25
+    for bad, why in (("20000blocks", "take capacities in bytes"), ("1GB", "write GiB"), ("0MiB", "> 0")):
+        with pytest.raises(Exception, match=why):
+            parse_sweep_options({"capacity_gb": [bad]})
+    trace = data_dir / "conversation_trace.jsonl"
+    outputs = []
+    for cap in ("512MiB", "0.5"):
+        out = tmp_path / f"p{len(outputs)}.json"
+        assert main(["policies", str(trace), "--capacity-gb", cap, "--policies", "lru,fifo", "-o", str(out)]) == 0
+        outputs.append(out.read_bytes())
+    capsys.readouterr()
+    assert outputs[0] == outputs[1]

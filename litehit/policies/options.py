@@ -4,11 +4,22 @@ the CLI and the API reject the same input with the same field names)."""
 from __future__ import annotations
 
 import math
+import re
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
-from litehit.errors import ConfigError, ConfigIssue
+from litehit.capacity import parse_capacities
+from litehit.errors import ConfigError, ConfigIssue, QueryError
 from litehit.spec import ReplaySpec, config_error
 
 __all__ = ["POLICY_NAMES", "PolicyName", "SweepOptions", "check_sweepable", "parse_sweep_options"]
@@ -27,7 +38,23 @@ def _capacity(value: float) -> float:
     return _finite_positive(value, "a capacity_gb")
 
 
-CapacityGiB = Annotated[float, AfterValidator(_capacity)]
+def _gib_of_text(value: object) -> object:
+    """A capacity given with a byte unit (512MiB, 1.5TiB) as its GiB; plain numbers pass on."""
+    if not isinstance(value, str) or _PLAIN.fullmatch(value):
+        return value
+    try:
+        (slot,) = parse_capacities([value])
+    except QueryError as exc:
+        raise ValueError(str(exc)) from None
+    if slot.per_lane:
+        raise ValueError("policy sweeps and window sizings take capacities in bytes (GiB, MiB, TiB, ...)")
+    return slot.capacity_gb
+
+
+_PLAIN = re.compile(r"\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*|\s*[+-]?(inf(inity)?|nan)\s*", re.IGNORECASE)
+CapacityGiB = Annotated[float, BeforeValidator(_gib_of_text), AfterValidator(_capacity)]
+"""Binary GiB > 0: a number, or a string with a byte unit (exact below 8 PiB, where GiB as a
+double still holds every byte)."""
 
 
 class SweepOptions(BaseModel):
