@@ -241,9 +241,16 @@ def create_replay_job(
     if existing is not None:
         return existing, False
     checked, _, trace = _replay_config(session, storage, config, trace_id)
-    job = Job(
-        kind="replay",
-        spec=checked,
+    return _store(session, _queued_job("replay", checked, digest, idempotency_key, trace, source))
+
+
+def _queued_job(
+    kind: str, spec: dict[str, Any], digest: str, idempotency_key: str | None, trace: Trace | None, source: str
+) -> Job:
+    """A new job row over a trace, queued."""
+    return Job(
+        kind=kind,
+        spec=spec,
         idempotency_key=idempotency_key or None,
         request_hash=digest,
         trace_id=trace.id if trace else None,
@@ -251,7 +258,6 @@ def create_replay_job(
         stats={},
         progress={},
     )
-    return _store(session, job)
 
 
 def _create_options_job(
@@ -286,17 +292,8 @@ def _create_options_job(
         raise ConfigError(exc.issues + issues) from None
     if issues or options is None:
         raise ConfigError(issues)
-    job = Job(
-        kind=kind,
-        spec={"config": checked, field: options.model_dump(mode="json")},
-        idempotency_key=idempotency_key or None,
-        request_hash=digest,
-        trace_id=trace.id if trace else None,
-        source=source,
-        stats={},
-        progress={},
-    )
-    return _store(session, job)
+    stored = {"config": checked, field: options.model_dump(mode="json")}
+    return _store(session, _queued_job(kind, stored, digest, idempotency_key, trace, source))
 
 
 def create_sweep_job(
@@ -370,17 +367,7 @@ def create_profile_job(
     if existing is not None:
         return existing, False
     checked, _, trace = _replay_config(session, storage, config, trace_id)
-    job = Job(
-        kind=PROFILE_KIND,
-        spec={"config": checked},
-        idempotency_key=idempotency_key or None,
-        request_hash=digest,
-        trace_id=trace.id if trace else None,
-        source=source,
-        stats={},
-        progress={},
-    )
-    return _store(session, job)
+    return _store(session, _queued_job(PROFILE_KIND, {"config": checked}, digest, idempotency_key, trace, source))
 
 
 def create_query_job(
