@@ -14,7 +14,8 @@ from collections.abc import AsyncIterator
 from typing import Annotated
 
 import anyio
-from fastapi import Depends, Header, Request
+from fastapi import Depends, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import Session, sessionmaker
 
 from api.errors import ApiError
@@ -68,12 +69,22 @@ async def get_enqueue(request: Request) -> Enqueue:
 EnqueueDep = Annotated[Enqueue, Depends(get_enqueue)]
 
 
-async def require_token(settings: SettingsDep, authorization: Annotated[str | None, Header()] = None) -> None:
+bearer = HTTPBearer(
+    auto_error=False,  # a missing token is answered below, in the API's error shape
+    scheme_name="bearer",
+    description="LITEHIT_API_TOKEN: needed by every /v1 route when the server sets it",
+)
+"""The OpenAPI security scheme of the token (the Authorize button of /docs)."""
+
+
+async def require_token(
+    settings: SettingsDep, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]
+) -> None:
     """When LITEHIT_API_TOKEN is set, every /v1 route needs ``Authorization: Bearer <token>``."""
     if not settings.api_token:
         return
-    scheme, _, token = (authorization or "").partition(" ")
-    if scheme.lower() != "bearer" or not hmac.compare_digest(token.encode(), settings.api_token.encode()):
+    token = credentials.credentials if credentials is not None else ""
+    if not token or not hmac.compare_digest(token.encode(), settings.api_token.encode()):
         raise ApiError(401, "unauthorized", "a valid bearer token is required", headers={"WWW-Authenticate": "Bearer"})
 
 

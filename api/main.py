@@ -1,4 +1,4 @@
-"""The LiteHit HTTP API: ``uvicorn api.main:app`` (OpenAPI docs at /docs).
+"""The LiteHit HTTP API: ``uvicorn api.main:app`` (OpenAPI docs at /docs and /redoc, offline).
 
 Layers point one way: api -> worker (job functions, models, settings) -> core_c. The API never
 runs a replay itself; it commits job rows and enqueues tasks by name.
@@ -19,8 +19,22 @@ from fastapi import APIRouter, Depends, FastAPI
 
 from api.body_limit import BodyLimit
 from api.deps import Admission, require_token
+from api.docs import install_docs
 from api.errors import install_error_handlers
-from api.routes import health, online, policy_sweeps, profiles, queries, replays, reports, traces, windows
+from api.job_metrics import JobCollector
+from api.metrics import AppMetrics, RequestMetrics, metrics_router
+from api.routes import (
+    attribution,
+    health,
+    online,
+    policy_sweeps,
+    profiles,
+    queries,
+    replays,
+    reports,
+    traces,
+    windows,
+)
 from litehit.db.session import session_scope
 from litehit.settings import Settings, get_settings
 from litehit.storage import Storage
@@ -79,16 +93,22 @@ def create_app(settings: Settings | None = None, *, enqueue: Callable[..., None]
         version="0.1.0",
         summary="Exact KV-cache prefix hit rates at any capacity, from one replay of a block trace.",
         lifespan=lifespan,
+        docs_url=None,  # served offline by install_docs
+        redoc_url=None,
     )
     app.state.settings = settings
     app.state.enqueue = send
     install_error_handlers(app)
+    install_docs(app)
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes, exempt=_is_upload)
+    app.state.metrics = metrics = AppMetrics([JobCollector(settings.db_url)])
+    app.add_middleware(RequestMetrics, metrics=metrics)  # outermost: 413s counted too
     v1 = APIRouter(prefix="/v1", dependencies=[Depends(require_token)])
-    for module in (traces, replays, queries, reports, policy_sweeps, windows, profiles, online):
+    for module in (traces, replays, queries, reports, policy_sweeps, windows, profiles, online, attribution):
         v1.include_router(module.router)
     app.include_router(v1)
     app.include_router(health.router)
+    app.include_router(metrics_router(metrics, reads_database=True))
     return app
 
 

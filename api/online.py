@@ -19,20 +19,22 @@ Design (one place per instance, arrival order, scale out by instance):
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import gc
 import logging
-from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
-import anyio
-from fastapi import APIRouter, Depends, FastAPI, Request
+from fastapi import APIRouter, Body, Depends, FastAPI, Request
 
-from api.body_limit import BodyLimit
 from api.deps import require_token
-from api.errors import ApiError, install_error_handlers
-from api.online_schemas import TraceQueryBatch, TraceQueryBody
+from api.errors import ApiError
+from api.examples import (
+    ONLINE_GROUP_EXAMPLES,
+    ONLINE_INSTANCE_EXAMPLES,
+    TRACE_QUERY_BATCH_EXAMPLES,
+    TRACE_QUERY_EXAMPLES,
+)
+from api.online_schemas import InstanceId, TraceQueryBatch, TraceQueryBody
+from api.owner_app import create_owner_app
+from api.owner_metrics import OwnerCollector
 from litehit.online.engine import RequestRejected, TraceQuery
 from litehit.online.owner import ShardOwner
 from litehit.settings import Settings, get_settings
@@ -54,7 +56,9 @@ owner_routes = APIRouter(prefix="/v1/online", tags=["online"], dependencies=[Dep
 
 
 @owner_routes.post("/groups", status_code=201, summary="Register an instance group (CreateInstanceGroup)")
-async def create_group(body: InstanceGroup, owner: OwnerDep) -> dict[str, Any]:
+async def create_group(
+    body: Annotated[InstanceGroup, Body(openapi_examples=ONLINE_GROUP_EXAMPLES)], owner: OwnerDep
+) -> dict[str, Any]:
     return owner.create_group(body)
 
 
@@ -64,7 +68,9 @@ async def list_groups(owner: OwnerDep) -> dict[str, Any]:
 
 
 @owner_routes.post("/instances", status_code=201, summary="Register an instance (RegisterInstance)")
-async def create_instance(body: InstanceInfo, owner: OwnerDep) -> dict[str, Any]:
+async def create_instance(
+    body: Annotated[InstanceInfo, Body(openapi_examples=ONLINE_INSTANCE_EXAMPLES)], owner: OwnerDep
+) -> dict[str, Any]:
     return owner.register(body)
 
 
@@ -74,17 +80,21 @@ async def list_instances(owner: OwnerDep) -> dict[str, Any]:
 
 
 @owner_routes.get("/instances/{instance_id}", summary="One instance's counters and hit rates")
-async def get_instance(instance_id: str, owner: OwnerDep) -> dict[str, Any]:
+async def get_instance(instance_id: InstanceId, owner: OwnerDep) -> dict[str, Any]:
     return owner.view(owner.instance(instance_id))
 
 
 @owner_routes.delete("/instances/{instance_id}", summary="Remove an instance and its state")
-async def delete_instance(instance_id: str, owner: OwnerDep) -> dict[str, Any]:
+async def delete_instance(instance_id: InstanceId, owner: OwnerDep) -> dict[str, Any]:
     return owner.remove(instance_id)
 
 
 @owner_routes.post("/instances/{instance_id}/trace-queries", summary="One request: hits per capacity slot (TraceQuery)")
-async def trace_query(instance_id: str, body: TraceQueryBody, owner: OwnerDep) -> dict[str, Any]:
+async def trace_query(
+    instance_id: InstanceId,
+    body: Annotated[TraceQueryBody, Body(openapi_examples=TRACE_QUERY_EXAMPLES)],
+    owner: OwnerDep,
+) -> dict[str, Any]:
     try:
         (result,) = owner.query(instance_id, [_query(body)])
     except RequestRejected as exc:
@@ -99,7 +109,11 @@ async def trace_query(instance_id: str, body: TraceQueryBody, owner: OwnerDep) -
 @owner_routes.post(
     "/instances/{instance_id}/trace-queries/batch", summary="Many requests of one instance, applied in order"
 )
-async def trace_query_batch(instance_id: str, body: TraceQueryBatch, owner: OwnerDep) -> dict[str, Any]:
+async def trace_query_batch(
+    instance_id: InstanceId,
+    body: Annotated[TraceQueryBatch, Body(openapi_examples=TRACE_QUERY_BATCH_EXAMPLES)],
+    owner: OwnerDep,
+) -> dict[str, Any]:
     try:
         results = owner.query(instance_id, [_query(r) for r in body.requests])
     except RequestRejected as exc:
@@ -132,47 +146,15 @@ async def healthz(owner: OwnerDep) -> dict[str, Any]:
     }
 
 
-async def _housekeeping(owner: ShardOwner) -> None:
-    """Renews the lease (in a thread) and snapshots the counters when due (on the event loop:
-    counters never change mid-snapshot)."""
-    while True:
-        await asyncio.sleep(owner.housekeeping_s)
-        try:
-            await anyio.to_thread.run_sync(owner.renew)
-            if owner.snapshot_due():
-                owner.snapshot()
-        except Exception as exc:  # database briefly down: next round
-            log.warning("online housekeeping failed: %s", exc)
-
-
 def create_online_app(settings: Settings | None = None) -> FastAPI:
-    settings = settings or get_settings()
-
-    @contextlib.asynccontextmanager
-    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        owner = ShardOwner(settings)
-        await anyio.to_thread.run_sync(owner.claim)  # may wait for a dead owner's lease to expire
-        try:
-            owner.restore()
-            app.state.owner = owner
-            task = asyncio.create_task(_housekeeping(owner))
-            gc.freeze()
-            try:
-                yield
-            finally:
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
-        finally:
-            owner.release()
-
-    app = FastAPI(title="LiteHit online owner", version="0.1.0", lifespan=lifespan)
-    app.state.settings = settings
-    install_error_handlers(app)
-    app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
-    app.include_router(owner_routes)
-    app.include_router(health_routes)
-    return app
+    return create_owner_app(
+        "LiteHit online owner",
+        settings or get_settings(),
+        ShardOwner,
+        [owner_routes, health_routes],
+        lambda app: [OwnerCollector(lambda: getattr(app.state, "owner", None))],
+        log,
+    )
 
 
 def __getattr__(name: str) -> Any:  # ``uvicorn api.online:app``

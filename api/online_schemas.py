@@ -1,12 +1,20 @@
-"""Bodies of the online owner's own routes (api/online.py). Groups and instances are registered
-with the original configs (litehit.spec.InstanceGroup, InstanceInfo); the public API forwards
-every body unchanged (api/routes/online.py)."""
+"""Bodies of the online owner's own routes (api/online.py), and the instance id of their paths.
+Groups and instances are registered with the original configs (litehit.spec.InstanceGroup,
+InstanceInfo); the public API checks the same models and forwards every body unchanged
+(api/routes/online.py)."""
 
 from __future__ import annotations
 
+from typing import Annotated
+
+from fastapi import Path
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["TraceQueryBatch", "TraceQueryBody"]
+from api.examples import ONLINE_INSTANCE
+
+__all__ = ["InstanceId", "TraceQueryBatch", "TraceQueryBody"]
+
+InstanceId = Annotated[str, Path(description="the instance's instance_id", examples=[ONLINE_INSTANCE])]
 
 
 class TraceQueryBody(BaseModel):

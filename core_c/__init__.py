@@ -5,6 +5,7 @@
 - ``project_blocks`` / ``project_bytes`` / ``project_infinite``: the only capacity -> hits code.
 - ``PolicySim``: a fixed-capacity cache under an eviction policy (what-if; not a facts producer).
 - ``ProfileRecorder``: what a workload profile is computed from, recorded alongside a lane.
+- ``EvidenceSet``: one worker's eviction evidence for live miss attribution (no capacity: events).
 - ``CoreError`` and subclasses: one per C status code.
 """
 
@@ -16,6 +17,7 @@ from core_c.errors import (
     CoreParseError,
     CoreRangeError,
 )
+from core_c.evidence import EvidenceSet, EvidenceStats
 from core_c.lane import CUT_COLD, CUT_EXPIRED, CUT_NONE, BatchFacts, HitCurve, Lane, LaneStats
 from core_c.policy import POLICIES, PolicySim, PolicySimStats
 from core_c.preprocess import (
@@ -41,6 +43,8 @@ __all__ = [
     "CoreMemoryError",
     "CoreParseError",
     "CoreRangeError",
+    "EvidenceSet",
+    "EvidenceStats",
     "HitCurve",
     "Lane",
     "LaneStats",

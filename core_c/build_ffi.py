@@ -41,6 +41,7 @@ PUBLIC_HEADERS = (
     "lh_project.h",
     "lh_policy.h",
     "lh_profile.h",
+    "lh_evidence.h",
     "lh_trace_format.h",
     "lh_trace_scan.h",
     "lh_facts.h",

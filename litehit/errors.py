@@ -9,6 +9,7 @@
     +-- FactsError                a facts file is malformed: .path, .line, .message
     +-- QueryError                a capacity query cannot be answered
     +-- StorageError              a user path escapes the storage root or is unusable
+    +-- KVEventDecodeError        an engine's KV-event message (vLLM/SGLang ZMQ) is malformed
     +-- OnlineError               an online shard owner cannot serve a request
         +-- NotShardOwner         this process does not (or no longer) own the shard
         +-- WrongShard            the instance belongs to another shard
@@ -28,6 +29,7 @@ __all__ = [
     "ConfigError",
     "ConfigIssue",
     "FactsError",
+    "KVEventDecodeError",
     "LiteHitError",
     "PublishError",
     "QueryError",
@@ -102,6 +104,15 @@ class QueryError(LiteHitError):
 
 class StorageError(LiteHitError):
     """A user-supplied path is unusable or leaves the storage root."""
+
+
+class KVEventDecodeError(LiteHitError):
+    """A KV-event message from an engine (vLLM/SGLang ZMQ stream or replay) cannot be decoded;
+    ``reason`` says what is wrong with it. The subscriber counts it and skips that batch."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        super().__init__(f"malformed KV-event message: {reason}")
 
 
 class OnlineError(LiteHitError):

@@ -19,12 +19,39 @@ not what one token costs. Bytes per element: bf16 and fp16 2 (the default), fp8 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
-__all__ = ["DEFAULT_KV_DTYPE", "KV_DTYPE_BYTES", "MODELS", "KvModel", "model_named"]
+__all__ = [
+    "DEFAULT_BYTES_PER_TOKEN",
+    "DEFAULT_KV_DTYPE",
+    "KV_BYTES_ASSUMED",
+    "KV_DTYPE_BYTES",
+    "MODELS",
+    "KvModel",
+    "assumed_kv_note",
+    "model_named",
+]
 
 KV_DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp8": 1}
 DEFAULT_KV_DTYPE = "bf16"
+DEFAULT_BYTES_PER_TOKEN = 2048  # 1 MiB per 512-token block: assumed when no KV bytes are given
+KV_BYTES_ASSUMED = "kv_bytes_assumed"
+"""The replay config field the shorthand sets when it assumed DEFAULT_BYTES_PER_TOKEN."""
+
+
+def assumed_kv_note(spec: Mapping[str, Any]) -> str | None:
+    """The one line every output of a job carries when its replay config assumed the default KV
+    bytes (a shorthand without model, kv_bytes_per_token or block_bytes); None otherwise. spec: a
+    replay config, a job spec holding one under "config", or a query spec (flag copied)."""
+    config = spec.get("config", spec)
+    if not isinstance(config, Mapping) or config.get(KV_BYTES_ASSUMED) is not True:
+        return None
+    return (
+        f"note: KV bytes per token not given: assuming {DEFAULT_BYTES_PER_TOKEN} B/token "
+        "(give model or kv_bytes_per_token; GiB capacities are only as right as that)"
+    )
 
 
 @dataclass(frozen=True, slots=True)

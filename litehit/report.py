@@ -28,6 +28,7 @@ from litehit.capacity import GIB, CapacitySlot, format_bytes
 from litehit.cli.lane_summary import PLATEAU_FRACTIONS, LaneSummary, capacity_ladder
 from litehit.curve import CurvePoint, InstanceCurve, exact_curves
 from litehit.errors import ConfigError
+from litehit.kv_models import assumed_kv_note
 from litehit.misses import Attribution, attribute_misses
 from litehit.query import QueryResult, query_facts
 from litehit.spec import parse_replay_spec
@@ -124,6 +125,8 @@ def build_report(
             "the file changed after that replay, so its config is not used for the lanes."
         )
         setups = {}
+    elif replay and replay.config and (kv_note := assumed_kv_note(replay.config)):
+        notes.append(kv_note.removeprefix("note: "))
     lanes = []
     for c in curves:
         block_size, ttl = setups.get(c.instance_id, (None, None))

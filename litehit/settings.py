@@ -55,6 +55,32 @@ class Settings(BaseSettings):
     online_shards: int = Field(default=1, ge=1, description="number of online owner shards")
     online_shard: int = Field(default=0, ge=0, description="the shard an online owner process serves")
     online_urls: str = Field(default="", description="comma-separated owner base URLs, shard i at position i")
+    attribution_shards: int = Field(default=1, ge=1, description="number of attribution owner shards")
+    attribution_shard: int = Field(default=0, ge=0, description="the shard an attribution owner process serves")
+    attribution_urls: str = Field(
+        default="", description="comma-separated attribution owner base URLs, shard i at position i"
+    )
+    attribution_window_s: float = Field(
+        default=120.0, gt=0, description="how long removal evidence is retained (size it with `litehit window`)"
+    )
+    attribution_bucket_s: float = Field(default=10.0, gt=0, description="expiry granularity of the evidence ring")
+    attribution_max_lag_s: float = Field(
+        default=5.0, ge=0, description="consumer lag above which a worker's lookups answer unknown"
+    )
+    attribution_filter_bits: int = Field(
+        default=1 << 23, ge=0, description="bits of each worker's aged-evidence Bloom filter (0: none)"
+    )
+    attribution_zmq: str = Field(
+        default="", description="vLLM/SGLang KV-event endpoints to subscribe to, per worker (see README)"
+    )
+
+    @property
+    def attribution_owner_urls(self) -> list[str]:
+        return [u.strip().rstrip("/") for u in self.attribution_urls.split(",") if u.strip()]
+
+    worker_metrics_port: int = Field(
+        default=0, ge=0, le=65535, description="port of a Celery worker's Prometheus /metrics (0: off)"
+    )
 
     @property
     def online_owner_urls(self) -> list[str]:

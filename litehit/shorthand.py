@@ -18,13 +18,12 @@ from typing import Any
 
 from core_c.scan import TRACE_FORMATS
 from litehit.errors import ConfigError, ConfigIssue
-from litehit.kv_models import DEFAULT_KV_DTYPE, KV_DTYPE_BYTES, model_named
+from litehit.kv_models import DEFAULT_BYTES_PER_TOKEN, DEFAULT_KV_DTYPE, KV_BYTES_ASSUMED, KV_DTYPE_BYTES, model_named
 from litehit.spec import TraceFormat
 
 __all__ = ["DEFAULT_BYTES_PER_TOKEN", "DEFAULT_TRACE_BLOCK", "KV_BYTES_OPTIONS", "Shorthand", "shorthand_config"]
 
 DEFAULT_TRACE_BLOCK = {TraceFormat(f.name): f.default_trace_block for f in TRACE_FORMATS}
-DEFAULT_BYTES_PER_TOKEN = 2048  # 1 MiB per 512-token block
 KV_BYTES_OPTIONS = ("model", "kv_bytes_per_token", "block_bytes")  # each sets the KV bytes: one at most
 
 Namer = Callable[[str], str]  # an option's field name -> the name its user typed
@@ -122,6 +121,8 @@ def shorthand_config(
         "pipeline_worker_count": s.workers or 2,
         "facts_format": "extended" if s.extended else "standard",
     }
+    if s.assumes_kv_bytes:
+        config[KV_BYTES_ASSUMED] = True  # so that every output of the job can say so
     if len(instances) > 1:
         config["fanout_all_instances"] = True
     else:

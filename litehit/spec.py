@@ -5,9 +5,10 @@ Structure and JSON types are checked by pydantic (a wrong JSON type fails, as in
 ``check_replay_spec`` then applies the original runner's semantic rules in its order, with its
 reasons. Every failure is a ConfigError whose issues name the field path and the bad value.
 
-Additions to the original config: ``trace_format`` (detected from the first row when absent)
-and ``facts_format`` ("standard" = the 7 original columns, "extended" = plus complete_blocks and
-cut_reason for miss attribution).
+Additions to the original config: ``trace_format`` (detected from the first row when absent),
+``facts_format`` ("standard" = the 7 original columns, "extended" = plus complete_blocks and
+cut_reason for miss attribution), and per instance group the KV bytes of its lanes (``model``
+with ``kv_dtype``, or ``kv_bytes_per_token``: see ReplayInstanceGroup).
 """
 
 from __future__ import annotations
@@ -33,12 +34,14 @@ from pydantic import (
 from pydantic_core import ErrorDetails, PydanticCustomError
 
 from litehit.errors import ConfigError, ConfigIssue
+from litehit.kv_models import DEFAULT_KV_DTYPE, KV_DTYPE_BYTES, model_named
 
 __all__ = [
     "InstanceGroup",
     "InstanceInfo",
     "LocationSpecGroup",
     "LocationSpecInfo",
+    "ReplayInstanceGroup",
     "ReplaySpec",
     "StateInfo",
     "Text",
@@ -137,13 +140,21 @@ class _Section(BaseModel):
 
 
 class InstanceGroup(_Section):
-    name: Text = ""
-    capacity_gb: list[Double] = Field(default_factory=list)
-    eviction_policy: Text = "lru"
-    shared_group_quota: StrictBool = False
-    enable_theoretical_max_cache: StrictBool = False
-    ttl_seconds: Int64 = 0
-    enable_prefix_hash: StrictBool | None = None  # None: default of the trace format
+    name: Text = Field(default="", description="the group's name; instances join it by instance_group_name")
+    capacity_gb: list[Double] = Field(
+        default_factory=list,
+        description="capacity slots in binary GiB (online: hits and rates per slot; a replay's facts hold every "
+        "capacity)",
+    )
+    eviction_policy: Text = Field(default="lru", description='must be "lru"')
+    shared_group_quota: StrictBool = Field(default=False, description="must be false (not supported)")
+    enable_theoretical_max_cache: StrictBool = Field(
+        default=False, description="online: also report the hits of an infinite cache"
+    )
+    ttl_seconds: Int64 = Field(default=0, description="blocks unused this long expire (0: pure LRU)")
+    enable_prefix_hash: StrictBool | None = Field(
+        default=None, description="chain block hashes into prefix keys (null: on for qwen_bailian traces, else off)"
+    )
 
     def prefix_hash_for(self, fmt: TraceFormat) -> bool:
         """Decision 1: qwen_bailian traces carry per-block hashes, so the default is on."""
@@ -156,29 +167,69 @@ class InstanceGroup(_Section):
         return self.ttl_seconds * 1_000_000_000
 
 
+class ReplayInstanceGroup(InstanceGroup):
+    """An instance group of a replay config: the original fields, plus (optional) the KV-cache
+    bytes per token of its lanes, as the shorthand's --model / --kv-bytes-per-token. With them, an
+    instance of the group may leave out its location specs (block bytes = KV bytes per token x
+    its block_size); an instance that gives them anyway must hold exactly that many bytes per
+    block. ``model`` and ``kv_bytes_per_token`` together must agree. Without either, the
+    instances state their block bytes as in the original (no default is assumed)."""
+
+    model: Text | None = Field(
+        default=None,
+        description="KV bytes per token from this model preset (`litehit models`; case-insensitive); an "
+        "instance of the group may then leave out its location specs",
+    )
+    kv_dtype: Text | None = Field(default=None, description="the model's KV element type: bf16 (default), fp16, fp8")
+    kv_bytes_per_token: Int64 | None = Field(
+        default=None,
+        description="KV-cache bytes of one token (with model: must agree); block bytes = this x block_size",
+    )
+
+    @property
+    def token_kv_bytes(self) -> int | None:
+        """KV bytes of one token from model (and kv_dtype) or kv_bytes_per_token; None when the
+        group gives neither (or a model name that check_replay_spec rejects)."""
+        if self.model is not None:
+            preset = model_named(self.model)
+            dtype = self.kv_dtype or DEFAULT_KV_DTYPE
+            return preset.bytes_per_token(dtype) if preset and dtype in KV_DTYPE_BYTES else None
+        return self.kv_bytes_per_token
+
+
 class LocationSpecInfo(_Section):
-    name: Text = ""
-    size: Int64 = 0
+    name: Text = Field(default="", description="the spec's name, unique in the instance")
+    size: Int64 = Field(default=0, description="KV-cache bytes of one block under this spec (e.g. one tensor shard)")
 
 
 class LocationSpecGroup(_Section):
-    name: Text = ""
-    spec_names: list[Text] = Field(default_factory=list)
+    name: Text = Field(default="", description="the spec group's name, unique in the instance")
+    spec_names: list[Text] = Field(
+        default_factory=list, description="the specs whose sizes add up to the group's bytes per block"
+    )
 
 
 class StateInfo(_Section):
-    full_location_spec_group_name: Text = ""
-    linear_location_spec_group_name: Text = ""
+    full_location_spec_group_name: Text = Field(
+        default="", description="the spec group of full attention: its sizes add up to the block bytes"
+    )
+    linear_location_spec_group_name: Text = Field(
+        default="", description="the spec group of linear attention (optional; must differ from the full group)"
+    )
 
 
 class InstanceInfo(_Section):
-    instance_group_name: Text = ""
-    instance_id: Text = ""
-    block_size: Int32 = 0
-    location_spec_infos: list[LocationSpecInfo] = Field(default_factory=list)
-    location_spec_groups: list[LocationSpecGroup] = Field(default_factory=list)
-    linear_step: Int32 = 0
-    optimizer_state_info: StateInfo = Field(default_factory=StateInfo)
+    instance_group_name: Text = Field(
+        default="", description="the group it belongs to (its capacities, TTL, prefix hashing)"
+    )
+    instance_id: Text = Field(default="", description="the instance's id: one lane of a replay; online, its URL id")
+    block_size: Int32 = Field(default=0, description="tokens per block, a multiple of the trace's block_size")
+    location_spec_infos: list[LocationSpecInfo] = Field(
+        default_factory=list, description="the KV-cache layout: bytes per block of each spec"
+    )
+    location_spec_groups: list[LocationSpecGroup] = Field(default_factory=list, description="named sets of specs")
+    linear_step: Int32 = Field(default=0, description="must be 0 (full attention only)")
+    optimizer_state_info: StateInfo = Field(default_factory=StateInfo, description="which spec group is full attention")
 
     @property
     def block_bytes(self) -> int:
@@ -190,24 +241,47 @@ class InstanceInfo(_Section):
 
 
 class ReplaySpec(_Section):
-    trace_file_path: Text = ""
-    output_result_path: Text = ""
-    instance_groups: list[InstanceGroup] = Field(default_factory=list)
-    instances: list[InstanceInfo] = Field(default_factory=list)
-    override_instance_id: Text = ""
-    block_size: UInt64 = 256
-    fanout_all_instances: StrictBool = False
-    pipeline_worker_count: Int32 = 1
-    trace_format: TraceFormat | None = None
-    facts_format: Literal["standard", "extended"] = "standard"
+    trace_file_path: Text = Field(default="", description="the trace file")
+    output_result_path: Text = Field(default="", description="where the facts CSV is written")
+    instance_groups: list[ReplayInstanceGroup] = Field(
+        default_factory=list, description="the groups of instances (capacities, TTL, prefix hashing)"
+    )
+    instances: list[InstanceInfo] = Field(default_factory=list, description="the instances: one lane each")
+    override_instance_id: Text = Field(
+        default="", description="send every request to this instance (not with fanout_all_instances)"
+    )
+    block_size: UInt64 = Field(default=256, description="tokens per block of the trace (its granularity)")
+    fanout_all_instances: StrictBool = Field(default=False, description="send every request to every instance")
+    pipeline_worker_count: Int32 = Field(default=1, description="parse threads of the CLI, clamped to [1, 64]")
+    trace_format: TraceFormat | None = Field(
+        default=None,
+        description="standard, mooncake, qwen_bailian or publisher_log (null: detected from the first row)",
+    )
+    facts_format: Literal["standard", "extended"] = Field(
+        default="standard",
+        description="standard: the 7 original columns; extended: plus complete_blocks and cut_reason",
+    )
+    kv_bytes_assumed: StrictBool = Field(
+        default=False,
+        description="set by the shorthand when no KV bytes were given (2 KiB/token assumed): the job's outputs "
+        "say so in one line",
+    )
 
     @property
     def workers(self) -> int:
         """pipeline_worker_count clamped to [1, 64] (the original clamps values < 1 to 1)."""
         return min(max(self.pipeline_worker_count, 1), MAX_PIPELINE_WORKERS)
 
-    def group_of(self, instance: InstanceInfo) -> InstanceGroup:
+    def group_of(self, instance: InstanceInfo) -> ReplayInstanceGroup:
         return next(g for g in self.instance_groups if g.name == instance.instance_group_name)
+
+    def block_bytes_of(self, instance: InstanceInfo) -> int:
+        """The KV bytes of one block of the instance's lane: its location specs' (size_full_only),
+        or its group's KV bytes per token x its block_size when it gives no specs."""
+        per_token = self.group_of(instance).token_kv_bytes
+        if per_token is not None and _gives_no_specs(instance):
+            return per_token * instance.block_size
+        return instance.block_bytes
 
     def unknown_fields(self) -> list[str]:
         """Paths of config fields this spec does not know (kept, but ignored)."""
@@ -226,6 +300,16 @@ class ReplaySpec(_Section):
 
         walk(self, "")
         return found
+
+
+def _gives_no_specs(inst: InstanceInfo) -> bool:
+    state = inst.optimizer_state_info
+    return not (
+        inst.location_spec_infos
+        or inst.location_spec_groups
+        or state.full_location_spec_group_name
+        or state.linear_location_spec_group_name
+    )
 
 
 def _loc_path(loc: tuple[int | str, ...]) -> str:
@@ -316,6 +400,7 @@ def check_replay_spec(spec: ReplaySpec) -> list[ConfigIssue]:
     seen_groups: set[str] = set()
     for i, g in enumerate(spec.instance_groups):
         issues += group_issues(g, f"instance_groups[{i}]", seen_groups)
+        issues += kv_bytes_issues(g, f"instance_groups[{i}]")
         seen_groups.add(g.name)
     # 2. Trace granularity.
     if spec.block_size <= 0:
@@ -339,7 +424,28 @@ def check_replay_spec(spec: ReplaySpec) -> list[ConfigIssue]:
                 f"instance[{iid}] block_size={inst.block_size} is not a multiple of the trace "
                 f"block_size={spec.block_size} (re-blocking is coarsening only)",
             )
-        issues += instance_issues(inst, groups, where)
+        group = next((g for g in spec.instance_groups if g.name == inst.instance_group_name), None)
+        kv_given = group is not None and any(
+            v is not None for v in (group.model, group.kv_bytes_per_token, group.kv_dtype)
+        )
+        per_token = group.token_kv_bytes if group is not None and not kv_bytes_issues(group, "") else None
+        if kv_given and _gives_no_specs(inst):  # a group's bad KV fields are reported once, above
+            issues += instance_issues(inst, groups, where, specs_given=False)
+            if per_token is not None and per_token * inst.block_size > INT64[1]:
+                fail(f"{where}.block_size", inst.block_size, f"instance[{iid}]: block bytes overflow int64")
+        else:
+            found = instance_issues(inst, groups, where)
+            issues += found
+            if per_token is not None and not found and inst.block_size > 0:
+                expected = per_token * inst.block_size
+                if inst.block_bytes != expected:
+                    fail(
+                        f"{where}.location_spec_infos",
+                        [s.model_dump() for s in inst.location_spec_infos],
+                        f"instance[{iid}]: its full spec group holds {inst.block_bytes} bytes per block, its group "
+                        f"{inst.instance_group_name}'s KV bytes give {per_token} B/token x block_size "
+                        f"{inst.block_size} = {expected}: leave the location specs out, or make them agree",
+                    )
         if iid and iid in seen_ids:
             fail(f"{where}.instance_id", iid, f"duplicate instance_id[{iid}] in config")
         seen_ids.add(iid)
@@ -372,11 +478,41 @@ def group_issues(g: InstanceGroup, where: str, existing: AbstractSet[str] = froz
     return out
 
 
-def instance_issues(inst: InstanceInfo, groups: set[str], where: str) -> list[ConfigIssue]:
-    """RegisterInstance's rules (empty id, unknown group, spec groups, full group, linear_step)."""
+def kv_bytes_issues(g: ReplayInstanceGroup, where: str) -> list[ConfigIssue]:
+    """The KV-bytes fields of a replay instance group: a known model, a known kv_dtype (with a
+    model only), positive kv_bytes_per_token, and model and kv_bytes_per_token agreeing."""
+    out: list[ConfigIssue] = []
+    preset = None if g.model is None else model_named(g.model)
+    if g.model is not None and preset is None:
+        out.append(ConfigIssue(f"{where}.model", g.model, "unknown model (`litehit models` lists them)"))
+    if g.kv_dtype is not None and g.model is None:
+        out.append(ConfigIssue(f"{where}.kv_dtype", g.kv_dtype, "applies to model only"))
+    elif g.kv_dtype is not None and g.kv_dtype not in KV_DTYPE_BYTES:
+        out.append(ConfigIssue(f"{where}.kv_dtype", g.kv_dtype, f"expected one of {', '.join(KV_DTYPE_BYTES)}"))
+    if g.kv_bytes_per_token is not None and g.kv_bytes_per_token < 1:
+        out.append(ConfigIssue(f"{where}.kv_bytes_per_token", g.kv_bytes_per_token, "must be a positive integer"))
+    elif g.kv_bytes_per_token is not None and preset is not None and not out:
+        dtype = g.kv_dtype or DEFAULT_KV_DTYPE
+        from_model = preset.bytes_per_token(dtype)
+        if from_model != g.kv_bytes_per_token:
+            out.append(
+                ConfigIssue(
+                    f"{where}.kv_bytes_per_token",
+                    g.kv_bytes_per_token,
+                    f"disagrees with model {preset.name} ({from_model} B/token in {dtype}): give one, or the same value",
+                )
+            )
+    return out
+
+
+def instance_issues(inst: InstanceInfo, groups: set[str], where: str, *, specs_given: bool = True) -> list[ConfigIssue]:
+    """RegisterInstance's rules (empty id, unknown group, spec groups, full group, linear_step).
+    specs_given=False: the instance's block bytes come from its group's KV bytes per token, so
+    its (absent) location specs are not required."""
     return [
         ConfigIssue(f"{where}{path}", value, f"RegisterInstance[{inst.instance_id}] failed: {message}")
         for path, value, message in _registration_issues(inst, groups)
+        if specs_given or not path.startswith((".location_spec", ".optimizer_state_info"))
     ]
 
 

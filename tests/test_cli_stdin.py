@@ -51,3 +51,29 @@ def test_errors_from_stdin_name_it(tmp_path: Path) -> None:
     facts = run(["curve", "-"], b"not,a,facts,file\n", tmp_path)
     assert facts.returncode == 1
     assert facts.stderr.decode().startswith("litehit: error: -: ")
+
+
+def test_a_run_record_names_stdin_not_the_spooled_copy(data_dir: Path, tmp_path: Path) -> None:
+    import os
+
+    env = {**os.environ, "LITEHIT_HOME": str(tmp_path / "home")}
+    head = b"".join((data_dir / "conversation_trace.jsonl").read_bytes().splitlines(keepends=True)[:100])
+
+    def litehit(args: list[str], stdin: bytes) -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run(
+            [*LITEHIT, *args], input=stdin, capture_output=True, cwd=tmp_path, env=env, timeout=300, check=False
+        )
+
+    replay = litehit(["replay", "-", "-o", "out"], head)
+    assert replay.returncode == 0, replay.stderr
+    facts = (tmp_path / "out" / "litehit_facts.csv").read_bytes()
+    assert litehit(["query", "-", "--capacity", "1"], facts).returncode == 0
+    assert litehit(["replay", "-", "--format", "mooncake", "-o", "bad"], b'{"timestamp": 1}\n').returncode == 1
+    listed = litehit(["jobs"], b"").stdout.decode().splitlines()[1:]
+    failed, query, replayed = (line.split()[0] for line in listed)
+    shown = {job: json.loads(litehit(["jobs", "--show", job], b"").stdout) for job in (failed, query, replayed)}
+    assert shown[replayed]["spec"]["trace_file_path"] == "-"
+    assert shown[query]["spec"]["facts_path"] == "-"
+    assert shown[failed]["spec"]["trace_file_path"] == "-"
+    assert shown[failed]["error"].startswith("failed to load/replay trace: -:1: ")
+    assert "litehit-stdin-" not in json.dumps(shown) and "litehit-stdin-" not in "\n".join(listed)

@@ -21,6 +21,7 @@ import psycopg
 import pytest
 import redis
 import yaml
+from prometheus_client.parser import text_string_to_metric_families
 from service_fixtures import ROOT, unavailable, wait_for
 
 pytestmark = pytest.mark.service
@@ -47,11 +48,21 @@ def test_compose_file_shape() -> None:
     )
     assert env_file == {"COMPOSE_PROJECT_NAME": "litehit"}
     services = compose["services"]
-    assert set(services) == {"redis", "postgres", "migrate", "api", "worker", "online", "flower"}
+    assert set(services) == {
+        "redis",
+        "postgres",
+        "migrate",
+        "api",
+        "worker",
+        "online",
+        "attribution",
+        "flower",
+        "prometheus",
+    }
     for name in ("redis", "postgres"):
         assert services[name]["healthcheck"]["test"]
     assert services["migrate"]["command"] == ["alembic", "upgrade", "head"]
-    for name in ("migrate", "api", "worker", "online"):  # shutdown stops them before the database
+    for name in ("migrate", "api", "worker", "online", "attribution"):  # shutdown stops them before the database
         assert services[name]["depends_on"]["postgres"]["condition"] == "service_healthy", name
         assert "@postgres:5432/" in services[name]["environment"]["LITEHIT_DATABASE_URL"]
     assert "postgres" not in services["flower"]["depends_on"]
@@ -106,6 +117,8 @@ class Stack:
         for key in ("LITEHIT_HOME",):
             if env.get(key, "").startswith("/data"):
                 env[key] = str(self.tmp / "home")
+        if "PROMETHEUS_MULTIPROC_DIR" in env:  # a container's own /tmp: a private directory here
+            env["PROMETHEUS_MULTIPROC_DIR"] = str(self.tmp / "metrics")
         return env
 
     def start(self, name: str, service: dict[str, Any], names: list[str]) -> subprocess.Popen[bytes]:
@@ -236,6 +249,15 @@ def test_compose_services_run_locally_and_serve_a_job(stack: tuple[Stack, dict[s
         client.post(url, json={"block_keys": [1, 2, 3]})
         again = client.post(url, json={"block_keys": [1, 2, 3]}).json()
         assert again["hit_blocks"] == [3] and again["max_hit_blocks"] == 3
+        # /metrics sums the API's two processes: the one upload counts once, whichever answers
+        for _ in range(4):
+            scraped = {
+                (s.name, tuple(sorted(s.labels.items()))): s.value
+                for f in text_string_to_metric_families(client.get("/metrics").text)
+                for s in f.samples
+            }
+            upload = (("method", "POST"), ("route", "/v1/traces"), ("status", "201"))
+            assert scraped[("litehit_http_requests_total", upload)] == 1
 
 
 def _healthy(service: dict[str, Any], s: Stack, names: list[str], proc: subprocess.Popen[bytes]) -> bool:

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from browser import chromium, headless
 from helpers import instance
-from service_fixtures import running_in_ci
 
 from litehit.capacity import parse_capacities
 from litehit.cli.lane_summary import format_bytes
@@ -271,40 +271,6 @@ def test_bad_arguments_say_what_is_wrong(replayed: Replayed) -> None:
 
 
 # -- rendering in a real browser -------------------------------------------------------------
-
-
-def chromium() -> str:
-    """Debian's chromium: installed when missing in CI, a skip elsewhere."""
-    found = shutil.which("chromium")
-    if found:
-        return found
-    if not running_in_ci():
-        pytest.skip("chromium is not installed (CI installs the Debian package chromium)")
-    sudo = [] if os.geteuid() == 0 else ["sudo", "-n"]
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    install = [*sudo, "apt-get", "install", "-y", "-o", "DPkg::Lock::Timeout=120", "chromium"]
-    if subprocess.run(install, env=env, check=False, timeout=1800).returncode != 0:
-        subprocess.run([*sudo, "apt-get", "update", "-o", "DPkg::Lock::Timeout=120"], env=env, check=True, timeout=600)
-        subprocess.run(install, env=env, check=True, timeout=1800)
-    found = shutil.which("chromium")
-    assert found, "apt-get installed chromium but it is not on the PATH"
-    return found
-
-
-def headless(browser: str, profile: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    flags = [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--hide-scrollbars",
-        f"--user-data-dir={profile}",
-    ]
-    return subprocess.run([browser, *flags, *args], capture_output=True, text=True, check=False, timeout=180)
 
 
 def test_the_charts_render_in_headless_chromium(page_file: Path, tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ import os
 import signal
 import sqlite3
 import subprocess
+import time
 from pathlib import Path
 
 import httpx
@@ -35,7 +36,7 @@ def processes_with(marker: str) -> list[int]:
 
 def test_serve_starts_the_stack_and_ctrl_c_stops_it(tmp_path: Path, redis_server: RedisServer, data_dir: Path) -> None:
     home = tmp_path / "home"
-    api_port, online_port = free_port(), free_port()
+    api_port, online_port, attribution_port = free_port(), free_port(), free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("LITEHIT_")}
     env.update(
         LITEHIT_HOME=str(home),
@@ -44,6 +45,7 @@ def test_serve_starts_the_stack_and_ctrl_c_stops_it(tmp_path: Path, redis_server
         LITEHIT_QUEUE=f"serve-test-{os.getpid()}",
         LITEHIT_SERVE_API_PORT=str(api_port),
         LITEHIT_SERVE_ONLINE_PORT=str(online_port),
+        LITEHIT_SERVE_ATTRIBUTION_PORT=str(attribution_port),
     )
     marker = f"LITEHIT_HOME={home}"
     log = tmp_path / "serve.log"
@@ -85,16 +87,21 @@ def test_serve_starts_the_stack_and_ctrl_c_stops_it(tmp_path: Path, redis_server
             query = "/v1/online/instances/b512/trace-queries"
             client.post(query, json={"block_keys": [1, 2]})
             assert client.post(query, json={"block_keys": [1, 2]}).json()["hit_blocks"] == [2]
-        assert len(processes_with(marker)) >= 5  # the script, owner, API, worker and its pool
+            batch = {"epoch": "e", "seq": 0, "ts": time.time(), "events": [{"type": "removed", "block_hashes": [7]}]}
+            assert client.post("/v1/attribution/workers/w/events", json=batch).json()["result"] == "new_epoch"
+            answer = client.post("/v1/attribution/lookups", json={"worker": "w", "block_hash": 7}).json()
+            assert answer["outcome"] == "evicted" and answer["evicted_at"] == batch["ts"]
+        assert len(processes_with(marker)) >= 6  # the script, two owners, API, worker and its pool
 
         serve.send_signal(signal.SIGINT)
         assert serve.wait(timeout=90) == 0, log.read_text()
         wait_for(lambda: not processes_with(marker), 10, "every process of scripts/serve to exit")
         text = log.read_text()
-        assert text.count("[serve] stopping ") == 3 and "[serve] stopped" in text, text
+        assert text.count("[serve] stopping ") == 4 and "[serve] stopped" in text, text
         assert "Application shutdown complete." in text and "celery@" in text and "Task " in text, text
         with sqlite3.connect(home / "litehit.db") as db:
-            assert db.execute("SELECT count(*) FROM online_shards").fetchone() == (0,)  # the lease released
+            assert db.execute("SELECT count(*) FROM online_shards").fetchone() == (0,)  # the leases released
+            assert db.execute("SELECT count(*) FROM attribution_shards").fetchone() == (0,)
     finally:
         if serve.poll() is None:
             serve.kill()

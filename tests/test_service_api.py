@@ -99,12 +99,18 @@ def test_query_summaries_in_sql_equal_the_cli_query(
     cli = query_facts(facts, parse_capacities(caps), out)
     with session_scope(service_settings.db_url) as session:
         rows = session.scalars(select(QuerySummary).where(QuerySummary.job_id == query["id"])).all()
-    assert len(rows) == (len(cli.instances) + 1) * len(caps)
+    # three lanes of three setups (block size, TTL): a total per setup (here its one lane), none across
+    assert len(rows) == 2 * len(cli.instances) * len(caps)
     by_key = {(r.is_total, r.instance_id, r.slot): r for r in rows}
-    for summary in [*cli.instances, cli.total]:
-        name = "" if summary.instance_id is None else summary.instance_id.decode()
+    setup_key = {
+        "b512": "block_size=512,block_bytes=1048576,ttl_seconds=0",
+        "b1024": "block_size=1024,block_bytes=2097152,ttl_seconds=0",
+        "b512_ttl60": "block_size=512,block_bytes=1048576,ttl_seconds=60",
+    }
+    for summary, is_total in [*((i, False) for i in cli.instances), *((i, True) for i in cli.instances)]:
+        name = summary.instance_id.decode() if summary.instance_id is not None else ""
         for slot in range(len(caps)):
-            row = by_key[(summary.instance_id is None, name, slot)]
+            row = by_key[(is_total, setup_key[name] if is_total else name, slot)]
             assert (row.requests, row.total_input_tokens) == (summary.requests, summary.total_input_tokens)
             assert (row.total_hit_blocks, row.total_hit_tokens) == (
                 summary.total_hit_blocks[slot],
@@ -112,7 +118,11 @@ def test_query_summaries_in_sql_equal_the_cli_query(
             )
             assert row.hit_rate == summary.hit_rates[slot]
     assert [i["instance_id"] for i in query["instances"]] == ["b1024", "b512", "b512_ttl60"]
-    assert query["total"]["total_hit_blocks"] == cli.total.total_hit_blocks
+    assert query["total"] is None
+    cli_blocks = {(i.instance_id or b"").decode(): i.total_hit_blocks for i in cli.instances}
+    assert [(t["instances"], t["total_hit_blocks"]) for t in query["totals"]] == [
+        ([name], cli_blocks[name]) for name in ("b512", "b512_ttl60", "b1024")
+    ]
     requests = api.get(query["links"]["requests"])
     assert requests.text.encode() == out.getvalue()
     curve = api.get(query["links"]["curve"]).json()

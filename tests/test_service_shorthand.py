@@ -96,7 +96,9 @@ def test_a_query_takes_capacities_with_units(api: Any, tmp_path: Path, capsys: p
     assert r.status_code == 202, r.text
     query = wait_job(api, r.headers["location"])
     assert query["state"] == "succeeded", query["error"]
-    total = query["total"]
+    assert query["total"] is None  # four lanes of four setups (block size x TTL): a total per setup
+    total = query["totals"][0]
+    assert total["instances"] == ["b16"]
     assert total["capacity_gb"] == [None, None, 0.00048828125, 0.5, -1.0]
     assert total["capacities"] == ["20blocks", "4000tokens", "524288B", "0.5", "-1.0"]
     # the CLI on the same facts
@@ -105,7 +107,8 @@ def test_a_query_takes_capacities_with_units(api: Any, tmp_path: Path, capsys: p
     assert main(["query", str(facts), "--capacity-gb", *map(str, caps), "-o", str(tmp_path / "q.jsonl")]) == 0
     capsys.readouterr()
     assert api.get(query["links"]["requests"]).content == (tmp_path / "q.jsonl").read_bytes()
-    cli_total = json.loads((tmp_path / "q.jsonl").read_text().splitlines()[-1])
+    lines = [json.loads(line) for line in (tmp_path / "q.jsonl").read_text().splitlines()]
+    cli_total = next(line for line in lines if line.get("summary") and line.get("instance_id") == "b16")
     assert total["total_hit_blocks"] == cli_total["total_hit_blocks"]
     bad = api.post("/v1/queries", json={"replay_id": replay["id"], "capacity_gb": ["2GB"]})
     assert bad.status_code == 422 and "write GiB" in bad.text

@@ -7,10 +7,11 @@ from collections.abc import Callable
 from typing import Any
 
 from celery import Celery
-from celery.signals import worker_process_init
+from celery.signals import celeryd_init, worker_process_init, worker_shutdown
 
 from litehit.db.session import dispose_engine
 from litehit.settings import Settings, get_settings
+from worker.metrics import serve_worker_metrics
 
 __all__ = ["app", "enqueue", "make_celery", "make_sender"]
 
@@ -57,6 +58,16 @@ app = make_celery(get_settings(), include=["worker.tasks"])
 def _fresh_engine(**_: Any) -> None:
     """Database connections are never shared across fork."""
     dispose_engine()
+
+
+@celeryd_init.connect
+def _serve_metrics(**_: Any) -> None:
+    """The worker's Prometheus metrics (worker/metrics.py) when LITEHIT_WORKER_METRICS_PORT is set:
+    set up in the main process before the pool forks its children."""
+    settings = get_settings()
+    if settings.worker_metrics_port:
+        server = serve_worker_metrics(settings)
+        worker_shutdown.connect(lambda **_: server.close(), weak=False)
 
 
 def enqueue(task: str, *args: Any) -> None:

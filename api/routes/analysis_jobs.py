@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Header, Path, Query, Response
+from fastapi import APIRouter, Body, Header, Path, Query, Response
 from fastapi.responses import FileResponse
 from pydantic import BaseModel
 from sqlalchemy import select
@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 
 from api.deps import ADMITTED, EnqueueDep, SessionDep, StorageDep
 from api.errors import ApiError
+from api.examples import Examples
 from api.routes.common import (
     BUSY,
     JOBS,
@@ -59,6 +60,7 @@ class AnalysisJob:
     plot_summary: str
     plot_names: tuple[str, ...] = ()  # named plots, served at /{id}/plots/<name>.png|svg
     summary_rows: Rows | None = None  # more rows from SQL, shown in the view's "summary"
+    examples: Examples | None = None  # request bodies shown in the docs (api/examples.py)
 
 
 def analysis_job_router(spec: AnalysisJob) -> APIRouter:
@@ -107,7 +109,8 @@ def analysis_job_router(spec: AnalysisJob) -> APIRouter:
         accepted(session, enqueue, response, job, created, spec.first_task, f"/v1{spec.prefix}/{job.id}")
         return submitted(public, load(session, job.id), response)
 
-    create.__annotations__["body"] = spec.create_model  # the resource's own request model
+    # the resource's own request model, with its examples
+    create.__annotations__["body"] = Annotated[spec.create_model, Body(openapi_examples=spec.examples)]
     router.post(
         "",
         status_code=202,

@@ -4,54 +4,30 @@ owner's own routes, which do the work, are in api/online.py."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 from urllib.parse import quote
 
-import httpx
-from fastapi import APIRouter, Request, Response
+from fastapi import APIRouter, Body, Request, Response
 
-from api.errors import ApiError
-from api.schemas import OnlineInstanceAddress
+from api.examples import (
+    ONLINE_GROUP_EXAMPLES,
+    ONLINE_INSTANCE_EXAMPLES,
+    TRACE_QUERY_BATCH_EXAMPLES,
+    TRACE_QUERY_EXAMPLES,
+)
+from api.forwarding import forward, owner_urls, send
+from api.online_schemas import InstanceId, TraceQueryBatch, TraceQueryBody
 from litehit.online.store import shard_of
 from litehit.settings import Settings
+from litehit.spec import InstanceGroup, InstanceInfo
 
 router = APIRouter(prefix="/online", tags=["online"])
-
-FORWARDED = ("content-type", "authorization", "idempotency-key")
 
 
 def _owners(request: Request) -> list[str]:
     settings: Settings = request.app.state.settings
-    urls = settings.online_owner_urls
-    if not urls:
-        raise ApiError(
-            503,
-            "online_not_configured",
-            "online mode is not configured: start an owner (uvicorn api.online:app) and set LITEHIT_ONLINE_URLS",
-        )
-    if len(urls) != settings.online_shards:
-        raise ApiError(
-            503,
-            "online_misconfigured",
-            f"LITEHIT_ONLINE_URLS has {len(urls)} owners for {settings.online_shards} shards",
-        )
-    return urls
-
-
-async def _forward(request: Request, base: str, path: str) -> Response:
-    client: httpx.AsyncClient = request.app.state.online_client
-    headers = {k: v for k, v in request.headers.items() if k.lower() in FORWARDED}
-    try:
-        answer = await client.request(
-            request.method,
-            f"{base}{path}",
-            params=request.query_params,
-            content=await request.body(),
-            headers=headers,
-        )
-    except httpx.HTTPError as exc:
-        raise ApiError(502, "owner_unreachable", f"the online owner at {base} did not answer: {exc}") from None
-    return Response(answer.content, status_code=answer.status_code, media_type=answer.headers.get("content-type"))
+    start = "uvicorn api.online:app"
+    return owner_urls(settings.online_owner_urls, settings.online_shards, "online", start, "LITEHIT_ONLINE_URLS")
 
 
 def _owner_of(request: Request, instance_id: str) -> str:
@@ -60,30 +36,29 @@ def _owner_of(request: Request, instance_id: str) -> str:
 
 
 @router.post("/groups", status_code=201, summary="Register an instance group (stored once, used by every shard)")
-async def create_group(request: Request) -> Response:
-    return await _forward(request, _owners(request)[0], "/v1/online/groups")
+async def create_group(
+    request: Request, body: Annotated[InstanceGroup, Body(openapi_examples=ONLINE_GROUP_EXAMPLES)]
+) -> Response:
+    return await forward(request, _owners(request)[0], "/v1/online/groups")
 
 
 @router.get("/groups", summary="List instance groups")
 async def list_groups(request: Request) -> Response:
-    return await _forward(request, _owners(request)[0], "/v1/online/groups")
+    return await forward(request, _owners(request)[0], "/v1/online/groups")
 
 
 @router.post("/instances", status_code=201, summary="Register an instance on the shard that owns it")
-async def create_instance(request: Request, body: OnlineInstanceAddress) -> Response:
-    return await _forward(request, _owner_of(request, body.instance_id), "/v1/online/instances")
+async def create_instance(
+    request: Request, body: Annotated[InstanceInfo, Body(openapi_examples=ONLINE_INSTANCE_EXAMPLES)]
+) -> Response:
+    return await forward(request, _owner_of(request, body.instance_id), "/v1/online/instances")
 
 
 @router.get("/instances", summary="ListInstances over every shard")
 async def list_instances(request: Request) -> dict[str, Any]:
-    client: httpx.AsyncClient = request.app.state.online_client
-    headers = {k: v for k, v in request.headers.items() if k.lower() in FORWARDED}
     items: list[dict[str, Any]] = []
     for base in _owners(request):
-        try:
-            answer = await client.get(f"{base}/v1/online/instances", headers=headers)
-        except httpx.HTTPError as exc:
-            raise ApiError(502, "owner_unreachable", f"the online owner at {base} did not answer: {exc}") from None
+        answer = await send(request, "GET", f"{base}/v1/online/instances")
         if answer.status_code != 200:
             return Response(answer.content, status_code=answer.status_code, media_type="application/json")  # type: ignore[return-value]
         items += answer.json()["items"]
@@ -94,24 +69,32 @@ async def _forward_instance(request: Request, instance_id: str, rest: str = "") 
     """Forwards a request about one instance to its owner. The id is one path segment,
     percent-encoded: '#', '?', '/' or control characters in it stay part of the id."""
     path = f"/v1/online/instances/{quote(instance_id, safe='')}{rest}"
-    return await _forward(request, _owner_of(request, instance_id), path)
+    return await forward(request, _owner_of(request, instance_id), path)
 
 
 @router.get("/instances/{instance_id}", summary="One instance (forwarded to its owner)")
-async def get_instance(request: Request, instance_id: str) -> Response:
+async def get_instance(request: Request, instance_id: InstanceId) -> Response:
     return await _forward_instance(request, instance_id)
 
 
 @router.delete("/instances/{instance_id}", summary="Remove an instance (forwarded to its owner)")
-async def delete_instance(request: Request, instance_id: str) -> Response:
+async def delete_instance(request: Request, instance_id: InstanceId) -> Response:
     return await _forward_instance(request, instance_id)
 
 
 @router.post("/instances/{instance_id}/trace-queries", summary="One trace query (forwarded to the instance's owner)")
-async def trace_query(request: Request, instance_id: str) -> Response:
+async def trace_query(
+    request: Request,
+    instance_id: InstanceId,
+    body: Annotated[TraceQueryBody, Body(openapi_examples=TRACE_QUERY_EXAMPLES)],
+) -> Response:
     return await _forward_instance(request, instance_id, "/trace-queries")
 
 
 @router.post("/instances/{instance_id}/trace-queries/batch", summary="A batch of trace queries, applied in order")
-async def trace_query_batch(request: Request, instance_id: str) -> Response:
+async def trace_query_batch(
+    request: Request,
+    instance_id: InstanceId,
+    body: Annotated[TraceQueryBatch, Body(openapi_examples=TRACE_QUERY_BATCH_EXAMPLES)],
+) -> Response:
     return await _forward_instance(request, instance_id, "/trace-queries/batch")

@@ -3,6 +3,7 @@ simulation; results in SQL (one row per lane x policy x capacity) and policies.j
 
 from __future__ import annotations
 
+from api.examples import SWEEP_EXAMPLES
 from api.routes.analysis_jobs import AnalysisJob, analysis_job_router
 from api.routes.common import run_rows
 from api.schemas import PolicySweepCreate, PolicySweepPublic
@@ -25,6 +26,7 @@ router = analysis_job_router(
         result_file=SWEEP_RESULT_FILE,
         plot_file=SWEEP_PLOT_FILE,
         result_summary="policies.json: every lane x policy x capacity (the same bytes as `litehit policies -o`)",
+        examples=SWEEP_EXAMPLES,
         plot_summary="Hit ratio over capacity, one line per policy, one panel per lane",
     )
 )

@@ -3,6 +3,7 @@ summary per lane and per lane x request category in SQL, profile.json and the pl
 
 from __future__ import annotations
 
+from api.examples import PROFILE_EXAMPLES
 from api.routes.analysis_jobs import AnalysisJob, analysis_job_router
 from api.routes.common import profile_lane_rows, profile_summary_rows
 from api.schemas import ProfileCreate, ProfilePublic
@@ -26,6 +27,7 @@ router = analysis_job_router(
         result_file=PROFILE_RESULT_FILE,
         plot_file=PROFILE_PLOT_DIR,
         result_summary="profile.json: every lane and its request categories (the same bytes as `litehit profile -o`)",
+        examples=PROFILE_EXAMPLES,
         plot_summary="A plot of the profile (reuse_time, lifespan, hit_share, working_set) as PNG or SVG",
         plot_names=PLOT_NAMES,
         summary_rows=profile_summary_rows,

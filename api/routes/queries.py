@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Header, Query, Response
+from fastapi import APIRouter, Body, Header, Query, Response
 from fastapi.responses import FileResponse
 from sqlalchemy import select
 
 from api.deps import ADMITTED, EnqueueDep, SessionDep, StorageDep
 from api.errors import ApiError
+from api.examples import QUERY_EXAMPLES
 from api.routes.common import BUSY, JOBS, accepted, fast_json, job_or_404, job_row, paginate, submitted, summary_rows
 from api.schemas import ErrorResponse, Page, QueryCreate, QueryPublic
 from litehit.db.states import JobState
@@ -21,12 +22,15 @@ router = APIRouter(prefix="/queries", tags=["queries"])
 
 
 def query_view(job: dict[str, Any], summaries: list[dict[str, Any]]) -> dict[str, Any]:
+    """The job with its summaries: per instance, the total over all instances when they share
+    one setup (or their setups are unknown), and one total per setup (litehit.setups)."""
     instances: dict[str, dict[str, Any]] = {}
-    total: dict[str, Any] | None = None
+    totals: dict[str, dict[str, Any]] = {}  # setup key ("" for the one total) -> summary
     for row in summaries:
-        entry = total if row["is_total"] else instances.get(row["instance_id"])
+        group = totals if row["is_total"] else instances
+        entry = group.get(row["instance_id"])
         if entry is None:
-            entry = {
+            entry = group[row["instance_id"]] = {
                 "instance_id": None if row["is_total"] else row["instance_id"],
                 "requests": row["requests"],
                 "total_input_tokens": row["total_input_tokens"],
@@ -36,21 +40,30 @@ def query_view(job: dict[str, Any], summaries: list[dict[str, Any]]) -> dict[str
                 "total_hit_tokens": [],
                 "hit_rates": [],
             }
-            if row["is_total"]:
-                total = entry
-            else:
-                instances[row["instance_id"]] = entry
         entry["capacity_gb"].append(row["capacity_gb"])
         entry["capacities"].append(row["capacity"])
         entry["total_hit_blocks"].append(row["total_hit_blocks"])
         entry["total_hit_tokens"].append(row["total_hit_tokens"])
         entry["hit_rates"].append(row["hit_rate"])
+    setups = (job.get("stats") or {}).get("setups") or []
+    per_setup = [
+        {**totals[s["key"]], **{k: s[k] for k in ("block_size", "block_bytes", "ttl_seconds", "instances")}}
+        for s in setups
+        if s.get("key") in totals
+    ]
     links = {}
     if job["state"] == JobState.SUCCEEDED:
         base = f"/v1/queries/{job['id']}"
         links = {"requests": f"{base}/requests", "curve": f"{base}/curve", "plot": f"{base}/plot.png"}
     ordered = [instances[k] for k in sorted(instances, key=lambda s: s.encode())]
-    return {**job, "replay_id": job["parent_id"], "instances": ordered, "total": total, "links": links}
+    return {
+        **job,
+        "replay_id": job["parent_id"],
+        "instances": ordered,
+        "total": totals.get(""),
+        "totals": per_setup,
+        "links": links,
+    }
 
 
 def load_query(session: Any, job_id: str) -> dict[str, Any]:
@@ -66,7 +79,7 @@ def load_query(session: Any, job_id: str) -> dict[str, Any]:
     dependencies=[ADMITTED],
 )
 def create_query(
-    body: QueryCreate,
+    body: Annotated[QueryCreate, Body(openapi_examples=QUERY_EXAMPLES)],
     response: Response,
     session: SessionDep,
     storage: StorageDep,

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Header, Query, Response
+from fastapi import APIRouter, Body, Header, Query, Response
 from fastapi.responses import FileResponse
 from sqlalchemy import select
 
 from api.deps import ADMITTED, EnqueueDep, SessionDep, StorageDep
 from api.errors import ApiError
+from api.examples import REPLAY_EXAMPLES
 from api.routes.common import (
     BUSY,
     JOBS,
@@ -55,7 +56,7 @@ def load_replay(session: Any, job_id: str) -> dict[str, Any]:
     dependencies=[ADMITTED],
 )
 def create_replay(
-    body: ReplayCreate,
+    body: Annotated[ReplayCreate, Body(openapi_examples=REPLAY_EXAMPLES)],
     response: Response,
     session: SessionDep,
     storage: StorageDep,

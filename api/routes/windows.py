@@ -3,6 +3,7 @@ eviction-attribution window per lane in SQL (one row per lane) and window.json +
 
 from __future__ import annotations
 
+from api.examples import WINDOW_EXAMPLES
 from api.routes.analysis_jobs import AnalysisJob, analysis_job_router
 from api.routes.common import window_lane_rows
 from api.schemas import WindowCreate, WindowPublic
@@ -25,6 +26,7 @@ router = analysis_job_router(
         result_file=WINDOW_RESULT_FILE,
         plot_file=WINDOW_PLOT_FILE,
         result_summary="window.json: every lane and all lanes together (the same bytes as `litehit window -o`)",
+        examples=WINDOW_EXAMPLES,
         plot_summary="Coverage of evicted misses over window length (log x), one panel per lane",
     )
 )

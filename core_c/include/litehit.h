@@ -6,6 +6,7 @@
 #define LITEHIT_H
 
 #include "lh_common.h"
+#include "lh_evidence.h"
 #include "lh_facts.h"
 #include "lh_lane.h"
 #include "lh_normalize.h"

@@ -7,7 +7,20 @@ import os
 import sys
 from importlib.metadata import PackageNotFoundError, version
 
-from litehit.cli import analysis, demo, jobs, migrate, models, policies, profile, query, replay, report, window
+from litehit.cli import (
+    analysis,
+    attribution,
+    demo,
+    jobs,
+    migrate,
+    models,
+    policies,
+    profile,
+    query,
+    replay,
+    report,
+    window,
+)
 from litehit.cli.stdin_input import STDIN, spooled_stdin
 from litehit.errors import LiteHitError
 
@@ -26,6 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     analysis.add_parsers(sub)
     policies.add_parser(sub)
     window.add_parser(sub)
+    attribution.add_parser(sub)
     profile.add_parser(sub)
     demo.add_parser(sub)
     jobs.add_parser(sub)

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import argparse
 import sys
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from litehit.cli.stdin_input import named_stdin
 from litehit.cli.trace_input import add_trace_arguments, default_kv_note, spec_from_args
 from litehit.errors import ConfigError, ConfigIssue
 
 if TYPE_CHECKING:
     from litehit.policies.options import SweepOptions
-    from litehit.policies.result import PolicySweepResult
+    from litehit.policies.result import PolicyResult, PolicySweepResult
 
 __all__ = ["add_parser", "print_sweep"]
 
@@ -43,7 +45,15 @@ def add_parser(sub: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_trace_arguments(p)
-    p.add_argument("--capacity-gb", nargs="+", required=True, metavar="GB", help="capacities in binary GiB (> 0)")
+    p.add_argument(
+        "--capacity-gb",
+        "--capacity",
+        nargs="+",
+        required=True,
+        metavar="CAP",
+        help="capacities > 0: binary GiB (1, 512MiB, 1.5TiB), or per lane 20000blocks (exactly that many blocks) "
+        "or 1Mtokens (tokens // the lane's block size blocks)",
+    )
     p.add_argument("--policies", default="lru,fifo,lfu,gdfs,wa", help="comma separated (default: all five)")
     p.add_argument("--wa-life-seconds", help="WA horizon (default: p90 of the reuse times before the first fit)")
     p.add_argument("--wa-fit-window-seconds", default="3600", help="WA fit window of trace time (default 3600)")
@@ -87,7 +97,7 @@ def _run(args: argparse.Namespace) -> int:
         raise ConfigError([ConfigIssue("--plot", str(args.plot), "a plot file ends in .png or .svg")])
     spec = spec_from_args(args, ".")
     record_spec = {"config": spec.model_dump(mode="json"), "sweep": options.model_dump(mode="json")}
-    with JobRecorder("policy_sweep", record_spec) as record:
+    with JobRecorder("policy_sweep", record_spec, rename=partial(named_stdin, args)) as record:
         reporter = ProgressReporter(label="policies")
         try:
             result = run_policy_sweep(spec, options, on_progress=reporter)
@@ -117,15 +127,16 @@ def print_sweep(result: PolicySweepResult, stream: Any = None) -> None:
     stream = stream or sys.stdout
     for lane in result.lanes:
         policies = list(dict.fromkeys(r.policy for r in lane.results))
-        caps = list(dict.fromkeys(r.capacity_gb for r in lane.results))
-        cell = {(r.policy, r.capacity_gb): r for r in lane.results}
+        caps = list(dict.fromkeys(_capacity_label(r) for r in lane.results))
+        cell = {(r.policy, _capacity_label(r)): r for r in lane.results}
+        width = max([14, *(len(c) + 3 for c in caps)])
         stream.write(f"lane {lane.lane} (block {lane.block_size} tokens, {lane.block_bytes:,} B per block)\n")
-        stream.write("  capacity".ljust(14) + "".join(p.rjust(17) for p in policies) + "\n")
-        for gb in caps:
-            row = f"  {gb:g} GiB".ljust(14)
-            lru = cell.get(("lru", gb))
+        stream.write("  capacity".ljust(width) + "".join(p.rjust(17) for p in policies) + "\n")
+        for cap in caps:
+            row = f"  {cap}".ljust(width)
+            lru = cell.get(("lru", cap))
             for policy in policies:
-                r = cell[(policy, gb)]
+                r = cell[(policy, cap)]
                 delta = f" ({(r.hit_ratio - lru.hit_ratio) * 100:+.2f})" if lru is not None and policy != "lru" else ""
                 row += f"{r.hit_ratio:.2%}{delta}".rjust(17)
             stream.write(row + "\n")
@@ -142,6 +153,17 @@ def print_sweep(result: PolicySweepResult, stream: Any = None) -> None:
         for lane in result.lanes
     ):
         stream.write("(in brackets: the difference to lru in percentage points)\n")
+
+
+def _capacity_label(r: PolicyResult) -> str:
+    """``2 GiB`` as before; a capacity in blocks or tokens as its blocks and their bytes."""
+    if r.capacity is None:
+        return f"{r.capacity_gb:g} GiB"
+    from litehit.capacity import GIB, format_bytes, parse_capacities
+
+    (slot,) = parse_capacities([r.capacity])
+    blocks = "" if slot.unit == "blocks" else f" = {r.capacity_blocks:,} blocks"
+    return f"{slot.label}{blocks} ({format_bytes(round(r.capacity_gb * GIB))})"
 
 
 def _rates(rates: dict[str, float]) -> str:

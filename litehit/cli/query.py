@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from litehit.capacity import UNITS_HELP, parse_capacities
 from litehit.cli.facts_input import check_facts_file
+from litehit.cli.stdin_input import named_stdin
 from litehit.publish import AtomicPublisher
 
 if TYPE_CHECKING:
@@ -48,7 +50,7 @@ def _run(args: argparse.Namespace) -> int:
 
     slots = parse_capacities(args.capacity_gb)
     spec = {"facts_path": str(args.facts.resolve()), "capacity_gb": [s.recorded_gb for s in slots]}
-    with JobRecorder("query", spec) as record:
+    with JobRecorder("query", spec, rename=partial(named_stdin, args)) as record:
         check_facts_file(args.facts)
         if args.output is None:
             result = query_facts(args.facts, slots)

@@ -5,9 +5,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from litehit.cli.lane_summary import parse_hit_rates, print_lane_summaries, summarize_facts
+from litehit.cli.stdin_input import named_stdin
 from litehit.cli.trace_input import add_trace_arguments, default_kv_note, spec_from_args
 from litehit.publish import make_output_dir
 from litehit.spec import ReplaySpec
@@ -61,7 +63,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.extended:
         spec = spec.model_copy(update={"facts_format": "extended"})
     make_output_dir(spec.output_result_path)
-    with JobRecorder("replay", spec.model_dump(mode="json")) as record:
+    with JobRecorder("replay", spec.model_dump(mode="json"), rename=partial(named_stdin, args)) as record:
         result = replay_with_progress(spec)
         record.replay_succeeded(result)
     setups = {i.instance_id: (i.block_size, spec.group_of(i).ttl_seconds) for i in spec.instances}

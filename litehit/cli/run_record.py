@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sys
 import threading
+from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -55,8 +56,18 @@ class JobRecorder:
     # an exception inside the block records the job as failed (and is re-raised)
     """
 
-    def __init__(self, kind: str, spec: dict[str, Any], settings: Settings | None = None) -> None:
+    def __init__(
+        self,
+        kind: str,
+        spec: dict[str, Any],
+        settings: Settings | None = None,
+        *,
+        rename: Callable[[Any], Any] | None = None,
+    ) -> None:
+        """rename(value) is what the record shows of its spec and error text (the CLI names a
+        spooled standard input ``-`` again: litehit.cli.stdin_input.named_stdin)."""
         self.settings = settings or get_settings()
+        self.rename = rename or (lambda value: value)
         self.kind, self.spec = kind, spec
         self.job_id: str | None = None
         self._ready: threading.Thread | None = None
@@ -112,7 +123,7 @@ class JobRecorder:
             job = Job(
                 kind=self.kind,
                 source="cli",
-                spec=self.spec,
+                spec=self.rename(self.spec),
                 stage=Stage.DONE,
                 started_at=self._started,
                 finished_at=utcnow(),
@@ -124,7 +135,7 @@ class JobRecorder:
             if exc is not None:
                 cancelled = isinstance(exc, KeyboardInterrupt)
                 job.state = JobState.CANCELLED if cancelled else JobState.FAILED
-                job.error = "interrupted" if cancelled else str(exc)
+                job.error = "interrupted" if cancelled else self.rename(str(exc))
             elif self._outcome is not None and self._outcome[0] == "replay":
                 self._replay_done(session, job, self._outcome[1], LaneRun)
             elif self._outcome is not None and self._outcome[0] == "policy_sweep":
@@ -179,7 +190,7 @@ def _record_runs(session: Session, job_id: str, sweep: PolicySweepResult) -> Non
 
     run = 0
     for lane_index, lane in enumerate(sweep.lanes):
-        slots = list(dict.fromkeys(r.capacity_gb for r in lane.results))
+        slots = list(dict.fromkeys(r.capacity or r.capacity_gb for r in lane.results))
         for r in lane.results:
             details: dict[str, Any] = {}
             if r.policy == "wa" and lane.wa is not None:
@@ -191,7 +202,7 @@ def _record_runs(session: Session, job_id: str, sweep: PolicySweepResult) -> Non
                     lane=lane_index,
                     instance_id=lane.lane,
                     policy=r.policy,
-                    slot=slots.index(r.capacity_gb),
+                    slot=slots.index(r.capacity or r.capacity_gb),
                     capacity_gb=r.capacity_gb,
                     capacity_blocks=r.capacity_blocks,
                     state=LaneState.SUCCEEDED,

@@ -6,16 +6,41 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import shutil
 import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
-__all__ = ["STDIN", "spooled_stdin"]
+__all__ = ["STDIN", "named_stdin", "spooled_stdin"]
 
 STDIN = "-"
 _INPUTS = ("source", "facts")  # the positional inputs of the commands
+_SPOOL = "stdin_spool"  # the attribute of args holding the spooled path while the command runs
+
+
+def named_stdin(args: argparse.Namespace, value: Any) -> Any:
+    """value (a string, or a JSON-like list/dict of them) with the spooled path of standard input
+    named ``-`` again, as a record of the run names it; value itself when nothing was spooled."""
+    spool = getattr(args, _SPOOL, None)
+    if spool is None:
+        return value
+    spellings = sorted({spool, os.path.realpath(spool)}, key=len, reverse=True)
+
+    def name(item: Any) -> Any:
+        if isinstance(item, str):
+            for spelling in spellings:
+                item = item.replace(spelling, STDIN)
+            return item
+        if isinstance(item, dict):
+            return {k: name(v) for k, v in item.items()}
+        if isinstance(item, list | tuple):
+            return [name(v) for v in item]
+        return item
+
+    return name(value)
 
 
 @contextlib.contextmanager
@@ -32,7 +57,9 @@ def spooled_stdin(args: argparse.Namespace) -> Iterator[str | None]:
             shutil.copyfileobj(sys.stdin.buffer, out, 1 << 20)
         value = getattr(args, name)
         setattr(args, name, path if isinstance(value, Path) else str(path))
+        setattr(args, _SPOOL, str(path))
         try:
             yield str(path)
         finally:
             setattr(args, name, value)
+            delattr(args, _SPOOL)

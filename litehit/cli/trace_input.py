@@ -11,7 +11,7 @@ from typing import Any
 
 from core_c.scan import TRACE_FORMATS
 from litehit.errors import ConfigError, ConfigIssue
-from litehit.kv_models import DEFAULT_KV_DTYPE, KV_DTYPE_BYTES, MODELS, model_named
+from litehit.kv_models import DEFAULT_KV_DTYPE, KV_BYTES_ASSUMED, KV_DTYPE_BYTES, MODELS, model_named
 from litehit.shorthand import DEFAULT_BYTES_PER_TOKEN, KV_BYTES_OPTIONS, Shorthand
 from litehit.shorthand import shorthand_config as expand_shorthand
 from litehit.spec import ReplaySpec, TraceFormat, load_replay_config, parse_replay_spec
@@ -132,8 +132,11 @@ def _integers(flag: str, text: str, *, least: int) -> list[int]:
 
 def default_kv_note(args: argparse.Namespace) -> str | None:
     """The line every output of a shorthand run carries when the KV bytes were not given."""
-    if _is_config(Path(args.source)) and not args.format:
-        return None  # a config file states its own block bytes
+    source = Path(args.source)
+    if (  # a config file states its own block bytes, unless it is a shorthand's that assumed them
+        _is_config(source) and not args.format and json.loads(source.read_bytes()).get(KV_BYTES_ASSUMED) is not True
+    ):
+        return None
     if any(getattr(args, flag, None) for flag in KV_BYTES_OPTIONS):
         return None
     return (

@@ -43,7 +43,13 @@ def add_parser(sub: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_trace_arguments(p, source_required=False)  # --estimate needs no trace
-    p.add_argument("--capacity-gb", metavar="GB", help="cache capacity in binary GiB (> 0)")
+    p.add_argument(
+        "--capacity-gb",
+        "--capacity",
+        metavar="CAP",
+        help="cache capacity > 0: binary GiB (1, 512MiB), or per lane 20000blocks (exactly that many blocks) or "
+        "1Mtokens (tokens // the lane's block size blocks)",
+    )
     p.add_argument("--policy", default="lru", help="eviction policy: lru, fifo, lfu, gdfs or wa (default lru)")
     p.add_argument("--coverage", default="0.99", help="target share of evicted misses, in (0, 1] (default 0.99)")
     p.add_argument("--entry-bytes", default="24", help="S: bytes per retained entry (default 24)")
@@ -146,7 +152,7 @@ def _lane(lane: LaneWindow, settings: WindowSettings, stream: Any) -> None:
 
     stream.write(
         f"lane {lane.lane} (block {lane.block_size} tokens, {lane.block_bytes:,} B per block): {lane.policy} at "
-        f"{lane.capacity_gb:g} GiB = {lane.capacity_blocks:,} blocks, {lane.evictions:,} evictions\n"
+        f"{_capacity(lane)} = {lane.capacity_blocks:,} blocks, {lane.evictions:,} evictions\n"
     )
     stream.write(f"  {_misses(lane)}\n")
     if lane.coverage:
@@ -161,6 +167,16 @@ def _lane(lane: LaneWindow, settings: WindowSettings, stream: Any) -> None:
     stream.write("".join(f"  {line}\n" for line in estimate.describe().splitlines()))
     for name, report in lane.categories.items() if len(lane.categories) > 1 else ():
         stream.write(f"  {name}: {_misses(report)}; W = {report.window_s:g} s\n")
+
+
+def _capacity(lane: LaneWindow) -> str:
+    """``2 GiB`` as before; a capacity in blocks or tokens as asked, with its bytes on the lane."""
+    if lane.capacity is None:
+        return f"{lane.capacity_gb:g} GiB"
+    from litehit.capacity import GIB, format_bytes, parse_capacities
+
+    (slot,) = parse_capacities([lane.capacity])
+    return f"{slot.label} ({format_bytes(round(lane.capacity_gb * GIB))})"
 
 
 def print_window(result: WindowResult, stream: Any = None) -> None:

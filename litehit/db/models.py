@@ -18,6 +18,7 @@ from sqlalchemy.types import TypeDecorator
 from litehit.db.states import JobState, LaneState, Stage
 
 __all__ = [
+    "AttributionShard",
     "Base",
     "Job",
     "LaneRun",
@@ -331,6 +332,16 @@ class OnlineShard(Base):
     """The lease of a shard: exactly one owner process may hold the state of its instances."""
 
     __tablename__ = "online_shards"
+
+    shard: Mapped[int] = mapped_column(Integer, primary_key=True)
+    owner: Mapped[str] = mapped_column(String(255))
+    heartbeat_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class AttributionShard(Base):
+    """The lease of an attribution shard: exactly one owner process holds its workers' evidence."""
+
+    __tablename__ = "attribution_shards"
 
     shard: Mapped[int] = mapped_column(Integer, primary_key=True)
     owner: Mapped[str] = mapped_column(String(255))

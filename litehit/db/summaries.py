@@ -1,7 +1,10 @@
-"""Query summaries in SQL: one row per (instance, capacity slot), plus the totals."""
+"""Query summaries in SQL: one row per (instance, capacity slot), plus the totals: one total
+(instance_id "") when the lanes share one setup or their setups are unknown, else one total per
+setup (instance_id = the setup's key) and none across setups (litehit.setups)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from sqlalchemy import delete
@@ -11,16 +14,19 @@ from litehit.db.models import QuerySummary
 
 if TYPE_CHECKING:
     from litehit.query import QueryResult, Summary
+    from litehit.setups import SetupTotal
 
 __all__ = ["record_summaries"]
 
 
-def record_summaries(session: Session, job_id: str, result: QueryResult) -> None:
-    """One row per (instance, slot) and per slot of the total; replaces earlier rows."""
+def record_summaries(session: Session, job_id: str, result: QueryResult, totals: Sequence[SetupTotal] = ()) -> None:
+    """One row per (instance, slot) and per slot of each total; replaces earlier rows. totals:
+    the result's totals per setup (more than one: they replace the total across setups)."""
     session.execute(delete(QuerySummary).where(QuerySummary.job_id == job_id))
 
-    def rows(summary: Summary, is_total: bool) -> list[QuerySummary]:
-        name = "" if summary.instance_id is None else summary.instance_id.decode("utf-8", "replace")
+    def rows(summary: Summary, is_total: bool, name: str = "") -> list[QuerySummary]:
+        if summary.instance_id is not None:
+            name = summary.instance_id.decode("utf-8", "replace")
         return [
             QuerySummary(
                 job_id=job_id,
@@ -40,4 +46,8 @@ def record_summaries(session: Session, job_id: str, result: QueryResult) -> None
 
     for summary in result.instances:
         session.add_all(rows(summary, False))
-    session.add_all(rows(result.total, True))
+    if len(totals) > 1:
+        for total in totals:
+            session.add_all(rows(total.summary, True, total.setup.key))
+    else:
+        session.add_all(rows(result.total, True))

@@ -5,39 +5,24 @@ Life of an owner: claim() -> restore() -> serve, with renew() and snapshot() now
 release(). Everything but claim() and renew() runs on one thread (the owner app's event loop),
 so requests apply one at a time, in arrival order, and no two threads ever touch a core.
 
-A lease left behind by an owner that died (killed, or its database gone at shutdown) never
-makes the next owner crash-loop: claim() takes it at once when it was held by an earlier
-process with this host name and pid (a restarted container's pid 1), and otherwise waits for it
-to expire. Only a holder whose heartbeat moves while we wait is alive.
+The lease (litehit.lease.ShardLease) never makes a new owner crash-loop on a dead owner's lease.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
-from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from functools import partial
 from typing import Any
 
-from sqlalchemy.orm import Session
-
-from litehit.db.models import OnlineGroup, OnlineInstance, host_pid, new_id, utcnow
+from litehit.db.models import OnlineGroup, OnlineInstance, OnlineShard, utcnow
 from litehit.db.session import session_scope
 from litehit.errors import AlreadyRegistered, ConfigError, ConfigIssue, NotShardOwner, UnknownInstance, WrongShard
+from litehit.lease import Clock, Sessions, ShardLease, Sleep
 from litehit.online.engine import OnlineInstance as LiveInstance
 from litehit.online.engine import TraceQuery
-from litehit.online.store import (
-    claim_shard,
-    delete_instance,
-    lease_holder,
-    load_groups,
-    load_instances,
-    release_shard,
-    save_counters,
-    shard_of,
-)
+from litehit.online.store import delete_instance, load_groups, load_instances, save_counters, shard_of
 from litehit.settings import Settings
 from litehit.spec import InstanceGroup, InstanceInfo, group_issues, instance_issues
 
@@ -47,14 +32,6 @@ log = logging.getLogger("litehit.online")
 
 LEASE_S = 15.0
 """A lease not renewed for this long is free for another process."""
-
-Sessions = Callable[[], AbstractContextManager[Session]]  # a session committed on success
-Clock = Callable[[], datetime]  # aware UTC
-Sleep = Callable[[float], None]
-
-_alive: set[str] = set()
-"""The owners of this process that hold their lease: a lease named after this host and pid but
-not listed here was left by an earlier process that had the same pid."""
 
 
 class ShardOwner:
@@ -72,64 +49,40 @@ class ShardOwner:
         self.shard, self.shards = settings.online_shard, settings.online_shards
         self.snapshot_every_s = settings.online_snapshot_s
         self.sessions: Sessions = sessions or partial(session_scope, settings.db_url)
-        self.clock, self.sleep = clock, sleep
+        self.clock = clock
+        self.lease = ShardLease(
+            OnlineShard,
+            "online shard",
+            self.shard,
+            self.shards,
+            self.sessions,
+            log,
+            clock=clock,
+            sleep=sleep,
+            lease_s=lease_s,
+        )
         self.lease_s = lease_s
-        self.name = f"{host_pid()}:shard{self.shard}:{new_id()[:8]}"  # unique even for pid 1 in a container
         self.instances: dict[str, LiveInstance] = {}
-        self.leased = False
         self.last_snapshot: datetime | None = None
 
     # The lease
 
-    def claim(self) -> None:
-        """Takes the lease of the shard, waiting (at most ``2 * lease_s``) for a dead owner's
-        lease to expire. RuntimeError if the shard number is out of range or another live
-        process owns the shard: an owner of this process, or one whose heartbeat moves while we
-        wait."""
-        if not 0 <= self.shard < self.shards:
-            raise RuntimeError(f"LITEHIT_ONLINE_SHARD={self.shard} must be in [0, {self.shards})")
-        poll_s = min(1.0, self.lease_s / 10)
-        first: tuple[str, datetime] | None = None
-        waited = 0.0
-        while True:
-            with self.sessions() as session:
-                holder = lease_holder(session, self.shard)
-                stale = holder[0] if holder is not None and self._left_by_earlier_process(holder[0]) else None
-                if claim_shard(session, self.shard, self.name, self.lease_s, self.clock(), stale_owner=stale):
-                    break
-            if holder is None:  # released between our two statements: try again
-                continue
-            if holder[0] in _alive or (first is not None and holder != first) or waited >= 2 * self.lease_s:
-                raise RuntimeError(f"online shard {self.shard} is already owned by a live process ({holder[0]})")
-            if first is None:
-                first = holder
-                log.warning(
-                    "online shard %d is held by %s (heartbeat %s): waiting up to %.0f s for its lease to expire",
-                    self.shard,
-                    holder[0],
-                    holder[1].isoformat(),
-                    self.lease_s,
-                )
-            self.sleep(poll_s)
-            waited += poll_s
-        if holder is not None:
-            log.warning("took over the lease of online shard %d from %s", self.shard, holder[0])
-        self.leased = True
-        _alive.add(self.name)
+    @property
+    def name(self) -> str:
+        return self.lease.name
 
-    def _left_by_earlier_process(self, holder: str) -> bool:
-        """A holder named after this host and pid that is not alive here died before us."""
-        return holder.startswith(f"{host_pid()}:") and holder not in _alive
+    @property
+    def leased(self) -> bool:
+        return self.lease.held
+
+    def claim(self) -> None:
+        """Takes the lease of the shard (litehit.lease.ShardLease.claim)."""
+        self.lease.claim("LITEHIT_ONLINE_SHARD")
 
     def renew(self) -> bool:
         """Renews the lease; once lost, the owner serves nothing until restarted. Safe to call
         from another thread than the one serving requests."""
-        with self.sessions() as session:
-            self.leased = claim_shard(session, self.shard, self.name, self.lease_s, self.clock())
-        if not self.leased:
-            _alive.discard(self.name)
-            log.error("lost the lease of online shard %d: serving nothing until restarted", self.shard)
-        return self.leased
+        return self.lease.renew()
 
     def release(self) -> None:
         """At shutdown: a last snapshot, the lease given up, the cores freed. A database that
@@ -140,15 +93,7 @@ class ShardOwner:
                 self.snapshot()
             except Exception as exc:
                 log.error("online shard %d: the last counter snapshot failed: %s", self.shard, exc)
-            try:
-                with self.sessions() as session:
-                    release_shard(session, self.shard, self.name)
-            except Exception as exc:
-                log.error("online shard %d: could not release the lease (it expires by itself): %s", self.shard, exc)
-            else:
-                log.info("released the lease of online shard %d", self.shard)
-            self.leased = False
-            _alive.discard(self.name)
+            self.lease.release()
         for inst in self.instances.values():
             inst.close()
         self.instances.clear()
@@ -175,6 +120,15 @@ class ShardOwner:
                 group = InstanceGroup.model_validate(groups[row.group_name])
                 self.instances[row.instance_id] = LiveInstance(info, group, row.counters)
             self.last_snapshot = max((_aware(r.snapshot_at) for r in rows if r.snapshot_at), default=None)
+
+    def start(self) -> None:
+        """After claim(): the shard's instances, restored from SQL."""
+        self.restore()
+
+    def housekeep(self) -> None:
+        """Now and then on the serving thread: a counter snapshot when one is due."""
+        if self.snapshot_due():
+            self.snapshot()
 
     def snapshot_due(self) -> bool:
         return (

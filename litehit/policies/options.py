@@ -18,11 +18,20 @@ from pydantic import (
     model_validator,
 )
 
-from litehit.capacity import parse_capacities
+from litehit.capacity import GIB, capacity_blocks, parse_capacities
 from litehit.errors import ConfigError, ConfigIssue, QueryError
 from litehit.spec import ReplaySpec, config_error
 
-__all__ = ["POLICY_NAMES", "PolicyName", "SweepOptions", "check_sweepable", "parse_sweep_options"]
+__all__ = [
+    "POLICY_NAMES",
+    "Capacity",
+    "PolicyName",
+    "SweepOptions",
+    "capacity_gib",
+    "check_sweepable",
+    "lane_capacity_blocks",
+    "parse_sweep_options",
+]
 
 PolicyName = Literal["lru", "fifo", "lfu", "gdfs", "wa"]
 POLICY_NAMES: tuple[PolicyName, ...] = ("lru", "fifo", "lfu", "gdfs", "wa")
@@ -34,27 +43,53 @@ def _finite_positive(value: float, what: str) -> float:
     return value
 
 
-def _capacity(value: float) -> float:
-    return _finite_positive(value, "a capacity_gb")
-
-
-def _gib_of_text(value: object) -> object:
-    """A capacity given with a byte unit (512MiB, 1.5TiB) as its GiB; plain numbers pass on."""
-    if not isinstance(value, str) or _PLAIN.fullmatch(value):
+def _capacity_of_text(value: object) -> object:
+    """A capacity given as text: a plain number is GiB (a float, as before), a byte unit (512MiB,
+    1.5TiB) its exact GiB, blocks and tokens their canonical text (``20000blocks``,
+    ``1000000tokens``: their bytes depend on the lane). Other values pass on."""
+    if not isinstance(value, str):
         return value
+    if _PLAIN.fullmatch(value):
+        return float(value)
     try:
         (slot,) = parse_capacities([value])
     except QueryError as exc:
         raise ValueError(str(exc)) from None
-    if slot.per_lane:
-        raise ValueError("policy sweeps and window sizings take capacities in bytes (GiB, MiB, TiB, ...)")
-    return slot.capacity_gb
+    return str(slot.recorded_gb) if slot.per_lane else slot.capacity_gb
+
+
+def _capacity(value: float | str) -> float | str:
+    if isinstance(value, str):  # canonical blocks or tokens (see _capacity_of_text)
+        (slot,) = parse_capacities([value])
+        if not slot.per_lane or slot.count <= 0:
+            raise ValueError(f"a capacity in {slot.unit} must be > 0")
+        return value
+    return _finite_positive(value, "a capacity_gb")
 
 
 _PLAIN = re.compile(r"\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*|\s*[+-]?(inf(inity)?|nan)\s*", re.IGNORECASE)
-CapacityGiB = Annotated[float, BeforeValidator(_gib_of_text), AfterValidator(_capacity)]
-"""Binary GiB > 0: a number, or a string with a byte unit (exact below 8 PiB, where GiB as a
-double still holds every byte)."""
+Capacity = Annotated[float | str, BeforeValidator(_capacity_of_text), AfterValidator(_capacity)]
+"""A capacity > 0: binary GiB (a number, or text with a byte unit: exact below 8 PiB, where GiB as
+a double still holds every byte), or a number of blocks or tokens per lane (``20000blocks``:
+exactly that many blocks; ``1Mtokens``: floor(tokens / the lane's block size) blocks, as a
+query reads it), kept as its canonical text."""
+
+
+def lane_capacity_blocks(capacity: float | str, block_bytes: int, block_size: int) -> int:
+    """The blocks a lane (block_bytes bytes, block_size tokens per block) holds at a validated
+    capacity: GiB by the projector's rule, blocks as given, tokens // block_size."""
+    if isinstance(capacity, str):
+        (slot,) = parse_capacities([capacity])
+        blocks = slot.blocks(block_bytes, block_size)
+    else:
+        blocks = capacity_blocks(capacity, block_bytes)
+    assert blocks is not None  # validated capacities are finite
+    return blocks
+
+
+def capacity_gib(capacity: float | str, blocks: int, block_bytes: int) -> float:
+    """The capacity in GiB on a lane: as given, or (blocks, tokens) its blocks' bytes."""
+    return capacity if isinstance(capacity, float) else blocks * block_bytes / GIB
 
 
 class SweepOptions(BaseModel):
@@ -62,13 +97,19 @@ class SweepOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    policies: list[PolicyName] = Field(default_factory=lambda: list(POLICY_NAMES), min_length=1)
-    capacity_gb: list[CapacityGiB] = Field(min_length=1, max_length=64, description="binary GiB, each > 0")
+    policies: list[PolicyName] = Field(
+        default_factory=lambda: list(POLICY_NAMES), min_length=1, description="policies to simulate (default: all)"
+    )
+    capacity_gb: list[Capacity] = Field(
+        min_length=1,
+        max_length=64,
+        description="each > 0: binary GiB (a number, or 512MiB, 1.5TiB), or per lane 20000blocks, 1Mtokens",
+    )
     wa_life_seconds: float | None = Field(
         default=None, description="WA prediction horizon; default: the p90 of the reuse times before the first fit"
     )
-    wa_fit_window_seconds: float = 3600.0
-    wa_refit_seconds: float = 600.0
+    wa_fit_window_seconds: float = Field(default=3600.0, description="WA fits the reuse times of this last span")
+    wa_refit_seconds: float = Field(default=600.0, description="WA refits this often (trace time)")
     verify_lru: bool = Field(
         default=False, description="also replay the exact lane core and compare its facts with the LRU column"
     )

@@ -3,18 +3,42 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from pydantic import BaseModel, Field
 
-__all__ = ["LaneSweep", "LruCheck", "PolicyResult", "PolicySweepResult", "WaLane", "WaSettings"]
+__all__ = [
+    "LaneSweep",
+    "LruCheck",
+    "PolicyResult",
+    "PolicySweepResult",
+    "WaLane",
+    "WaSettings",
+    "drop_gib_capacity",
+]
+
+
+PER_LANE_CAPACITY = "the capacity as asked when in blocks or tokens (20000blocks, 1000000tokens); absent for GiB"
+
+
+def drop_gib_capacity(rows: list[dict[str, Any]]) -> None:
+    """Leaves ``capacity`` out of result rows at a capacity in GiB (it is null there), so that
+    the JSON of a sweep or sizing in GiB keeps its bytes; rows per lane keep it."""
+    for row in rows:
+        if row.get("capacity", "") is None:
+            del row["capacity"]
 
 
 class PolicyResult(BaseModel):
     """One simulation: a lane under one policy at one capacity."""
 
     policy: str
-    capacity_gb: float
-    capacity_blocks: int = Field(description="trunc(capacity_gb x 1024^3 / block_bytes), the projector's rule")
+    capacity_gb: float = Field(description="binary GiB (for a capacity in blocks or tokens: capacity_blocks' bytes)")
+    capacity: str | None = Field(default=None, description=PER_LANE_CAPACITY)
+    capacity_blocks: int = Field(
+        description="trunc(capacity_gb x 1024^3 / block_bytes), the projector's rule; blocks as asked; "
+        "tokens // block_size"
+    )
     requests: int
     hit_blocks: int = Field(description="prefix hit blocks, summed over requests")
     hit_tokens: int = Field(description="hit blocks x block_size per request, summed (the query's rule)")
@@ -65,4 +89,7 @@ class PolicySweepResult(BaseModel):
 
     def json_bytes(self) -> bytes:
         """policies.json as written by the CLI and the service alike."""
-        return json.dumps(self.model_dump(mode="json"), indent=2).encode() + b"\n"
+        data = self.model_dump(mode="json")
+        for lane in data["lanes"]:
+            drop_gib_capacity(lane["results"])
+        return json.dumps(data, indent=2).encode() + b"\n"

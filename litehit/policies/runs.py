@@ -10,9 +10,8 @@ import numpy.typing as npt
 
 import core_c
 from core_c.policy import MAX_CATEGORIES
-from litehit.capacity import capacity_blocks
 from litehit.errors import ConfigError, ConfigIssue, ReplayError
-from litehit.policies.options import SweepOptions
+from litehit.policies.options import SweepOptions, capacity_gib, lane_capacity_blocks
 from litehit.policies.result import LruCheck, PolicyResult, WaLane
 from litehit.replay.lanes import LaneRunner
 from litehit.replay.plan import LaneSpec, LaneWork
@@ -43,7 +42,7 @@ def sim_categories(policy: str, work: LaneWork) -> npt.NDArray[np.int32] | None:
 class RunKey:
     lane: int
     policy: str
-    capacity_gb: float
+    capacity: float | str  # as the sweep options hold it: GiB, or "20000blocks" / "1000000tokens"
 
 
 class PolicyRun:
@@ -52,8 +51,7 @@ class PolicyRun:
     def __init__(self, key: RunKey, lane: LaneSpec, options: SweepOptions) -> None:
         self.key = key
         self.lane = lane
-        blocks = capacity_blocks(key.capacity_gb, lane.block_bytes)
-        assert blocks is not None  # options accept only finite, positive capacities
+        blocks = lane_capacity_blocks(key.capacity, lane.block_bytes, lane.block_size)
         self.capacity_blocks = blocks
         self.sim = core_c.PolicySim(
             key.policy,
@@ -77,7 +75,8 @@ class PolicyRun:
         hit_tokens = self.hit_blocks * self.lane.block_size
         return PolicyResult(
             policy=self.key.policy,
-            capacity_gb=self.key.capacity_gb,
+            capacity_gb=capacity_gib(self.key.capacity, self.capacity_blocks, self.lane.block_bytes),
+            capacity=self.key.capacity if isinstance(self.key.capacity, str) else None,
             capacity_blocks=self.capacity_blocks,
             requests=self.requests,
             hit_blocks=self.hit_blocks,
@@ -101,6 +100,10 @@ class PolicyRun:
         self.sim.close()
 
 
+def _label(capacity: float | str) -> str:
+    return capacity if isinstance(capacity, str) else f"{capacity:g} GiB"
+
+
 class LruComparison:
     """Counts how LRU runs of one lane compare with the exact lane core's facts at their
     capacities, request by request; facts above the simulation mean a bug (ReplayError)."""
@@ -119,7 +122,7 @@ class LruComparison:
             if len(higher):
                 i = int(higher[0])
                 raise ReplayError(
-                    f"--verify-lru failed on lane {self.runner.spec.instance_id} at {run.key.capacity_gb:g} GiB: "
+                    f"--verify-lru failed on lane {self.runner.spec.instance_id} at {_label(run.key.capacity)}: "
                     f"a request got {int(run.last_hits[i])} hit blocks in the LRU simulation but {int(want[i])} "
                     "from the exact facts"
                 )

@@ -20,10 +20,10 @@ __all__ = ["assemble_result", "run_keys", "run_policy_sweep"]
 def run_keys(plan: ReplayPlan, options: SweepOptions) -> list[RunKey]:
     """Every simulation of a sweep: lane-major, then policy, then capacity as asked."""
     return [
-        RunKey(lane.index, policy, gb)
+        RunKey(lane.index, policy, capacity)
         for lane in plan.lanes
         for policy in options.policies
-        for gb in options.capacity_gb
+        for capacity in options.capacity_gb
     ]
 
 
@@ -75,7 +75,7 @@ def assemble_result(
     """policies.json from the runs' results (the CLI's and the service's merge alike)."""
     out = []
     for lane in lanes:
-        rows = [results[RunKey(lane.index, p, gb)] for p in options.policies for gb in options.capacity_gb]
+        rows = [results[RunKey(lane.index, p, c)] for p in options.policies for c in options.capacity_gb]
         out.append(
             LaneSweep(
                 lane=lane.instance_id,

@@ -74,7 +74,7 @@ def make_plan(spec: ReplaySpec, fmt: TraceFormat, path: str | None = None) -> Re
             index=i,
             instance_id=inst.instance_id,
             block_size=inst.block_size,
-            block_bytes=inst.block_bytes,
+            block_bytes=spec.block_bytes_of(inst),
             ttl_ns=spec.group_of(inst).ttl_ns,
             prefix_hash=spec.group_of(inst).prefix_hash_for(fmt),
         )

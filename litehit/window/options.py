@@ -9,7 +9,7 @@ from typing import Annotated, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
-from litehit.policies.options import CapacityGiB, PolicyName
+from litehit.policies.options import Capacity, PolicyName
 from litehit.spec import config_error
 
 __all__ = ["EstimateOptions", "WindowOptions", "parse_estimate_options", "parse_window_options"]
@@ -68,11 +68,13 @@ class WindowOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    policy: PolicyName = "lru"
-    capacity_gb: CapacityGiB = Field(description="binary GiB, > 0")
+    policy: PolicyName = Field(default="lru", description="lru, fifo, lfu, gdfs or wa")
+    capacity_gb: Capacity = Field(
+        description="> 0: binary GiB (a number, or 512MiB, 1.5TiB), or per lane 20000blocks, 1Mtokens"
+    )
     coverage: Fraction01 = Field(default=0.99, description="target share of evicted misses the window covers")
-    entry_bytes: PositiveFloat = 24.0
-    load_factor: Fraction01 = 0.8
+    entry_bytes: PositiveFloat = Field(default=24.0, description="S: measured bytes per stored entry")
+    load_factor: Fraction01 = Field(default=0.8, description="L: target hash-table load factor, in (0, 1]")
     bucket_seconds: Annotated[float, AfterValidator(_bucket)] = Field(
         default=10.0, description="width of one ring bucket (expiry granularity)"
     )

@@ -10,6 +10,8 @@ import json
 
 from pydantic import BaseModel, Field
 
+from litehit.policies.result import PER_LANE_CAPACITY, drop_gib_capacity
+
 __all__ = ["CoveragePoint", "DelayStats", "LaneWindow", "MissReport", "Outcomes", "WindowResult", "WindowSettings"]
 
 
@@ -59,8 +61,12 @@ class LaneWindow(BaseModel):
     lane: str = Field(description="the instance_id")
     block_size: int
     block_bytes: int
-    capacity_gb: float
-    capacity_blocks: int = Field(description="trunc(capacity_gb x 1024^3 / block_bytes), the projector's rule")
+    capacity_gb: float = Field(description="binary GiB (for a capacity in blocks or tokens: capacity_blocks' bytes)")
+    capacity: str | None = Field(default=None, description=PER_LANE_CAPACITY)
+    capacity_blocks: int = Field(
+        description="trunc(capacity_gb x 1024^3 / block_bytes), the projector's rule; blocks as asked; "
+        "tokens // block_size"
+    )
     policy: str
     requests: int
     evictions: int
@@ -85,7 +91,7 @@ class LaneWindow(BaseModel):
 
 class WindowSettings(BaseModel):
     policy: str
-    capacity_gb: float
+    capacity_gb: float | str = Field(description="as asked: binary GiB, or 20000blocks / 1000000tokens per lane")
     coverage_target: float
     entry_bytes: float
     load_factor: float
@@ -99,4 +105,6 @@ class WindowResult(BaseModel):
 
     def json_bytes(self) -> bytes:
         """window.json as written by the CLI."""
-        return json.dumps(self.model_dump(mode="json"), indent=2).encode() + b"\n"
+        data = self.model_dump(mode="json")
+        drop_gib_capacity(data["lanes"])
+        return json.dumps(data, indent=2).encode() + b"\n"

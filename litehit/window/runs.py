@@ -8,7 +8,7 @@ import numpy.typing as npt
 
 import core_c
 from core_c.policy import FULL_HIT, MISS_EVICTED, MISS_NO_MATCH
-from litehit.capacity import capacity_blocks
+from litehit.policies.options import capacity_gib, lane_capacity_blocks
 from litehit.policies.runs import sim_categories
 from litehit.replay.plan import LaneSpec, LaneWork
 from litehit.window.delays import miss_report, window_ns
@@ -87,8 +87,7 @@ class WindowRun:
     def __init__(self, lane: LaneSpec, options: WindowOptions) -> None:
         self.lane = lane
         self.options = options
-        blocks = capacity_blocks(options.capacity_gb, lane.block_bytes)
-        assert blocks is not None  # options accept only finite, positive capacities
+        blocks = lane_capacity_blocks(options.capacity_gb, lane.block_bytes, lane.block_size)
         self.capacity_blocks = blocks
         self.sim = core_c.PolicySim(options.policy, blocks, miss_evidence=True)
         self.sample = DelaySample()
@@ -110,7 +109,8 @@ class WindowRun:
             lane=self.lane.instance_id,
             block_size=self.lane.block_size,
             block_bytes=self.lane.block_bytes,
-            capacity_gb=o.capacity_gb,
+            capacity_gb=capacity_gib(o.capacity_gb, self.capacity_blocks, self.lane.block_bytes),
+            capacity=o.capacity_gb if isinstance(o.capacity_gb, str) else None,
             capacity_blocks=self.capacity_blocks,
             policy=o.policy,
             requests=overall.requests,

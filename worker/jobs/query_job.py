@@ -1,5 +1,5 @@
 """Query jobs: project published facts at capacities, store one summary row per (instance,
-capacity slot) plus the totals in SQL, and write the per-request JSONL, the exact curve and a
+capacity slot) plus the totals (one per lane setup of the replay: litehit.setups) in SQL, and write the per-request JSONL, the exact curve and a
 plot to storage."""
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from litehit.plots import plot_facts
 from litehit.publish import AtomicPublisher
 from litehit.query import parse_capacities, query_facts
 from litehit.settings import Settings
+from litehit.setups import SetupTotal, replay_setups, setup_totals
 from litehit.storage import CURVE_FILE, REQUESTS_FILE, Storage
 from worker.errors import TRANSIENT
 from worker.jobs.state import claim_job_stage, error_text, fail_job
@@ -62,14 +63,34 @@ def run_query(session: Session, settings: Settings, job_id: str) -> str:
     except Exception as exc:
         fail_job(session, job_id, error_text(exc, storage.root))
         return "failed"
-    record_summaries(session, job_id, result)
+    totals = setup_totals(result, _setups_of(session, job))
+    record_summaries(session, job_id, result, totals)
     job = session.get(Job, job_id)
     assert job is not None
-    job.stats = {"rows": result.rows, "instances": len(result.instances), "targets": _targets(curves)}
+    job.stats = {
+        "rows": result.rows,
+        "instances": len(result.instances),
+        "targets": _targets(curves),
+        "setups": _setup_stats(totals),
+    }
     job.output_path = storage.relative(out)
     job.state, job.stage, job.finished_at = JobState.SUCCEEDED, Stage.DONE, utcnow()
     session.commit()
     return "succeeded"
+
+
+def _setups_of(session: Session, job: Job) -> dict[str, Any]:
+    """The lane setups of the query's replay (none for a facts file without its replay)."""
+    parent = session.get(Job, job.parent_id) if job.parent_id else None
+    return replay_setups(parent.spec) if parent is not None and isinstance(parent.spec, dict) else {}
+
+
+def _setup_stats(totals: list[SetupTotal]) -> list[dict[str, Any]]:
+    """What the API shows of each total: its key in the summary rows ("" for a single setup), the
+    setup and its lanes."""
+    return [
+        {"key": t.setup.key if len(totals) > 1 else "", **t.setup.as_dict(), "instances": t.instances} for t in totals
+    ]
 
 
 def _targets(curves: list[Any]) -> dict[str, Any]:

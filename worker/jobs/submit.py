@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 from litehit.capacity import DEFAULT_TARGETS, parse_capacities
 from litehit.db.models import Job, Trace
 from litehit.errors import ConfigError, ConfigIssue, LiteHitError, QueryError, StorageError
+from litehit.kv_models import KV_BYTES_ASSUMED, assumed_kv_note
 from litehit.policies.options import check_sweepable, parse_sweep_options
 from litehit.shorthand import Shorthand, shorthand_config
 from litehit.spec import ReplaySpec, TraceFormat, parse_replay_spec
@@ -412,6 +413,8 @@ def create_query_job(
         "targets": targets or list(DEFAULT_TARGETS),
         "facts_path": relative,
     }
+    if parent is not None and assumed_kv_note(parent.spec):
+        spec[KV_BYTES_ASSUMED] = True  # its replay's note carries over to the query's outputs
     job = Job(
         kind="query",
         spec=spec,

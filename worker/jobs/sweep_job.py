@@ -13,11 +13,10 @@ from typing import Any
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session, object_session
 
-from litehit.capacity import capacity_blocks
 from litehit.db.models import Job, SweepRun, utcnow
 from litehit.db.states import LaneState, Stage
 from litehit.errors import ReplayCancelled
-from litehit.policies.options import SweepOptions, check_sweepable
+from litehit.policies.options import SweepOptions, capacity_gib, check_sweepable, lane_capacity_blocks
 from litehit.policies.plot import plot_sweep
 from litehit.policies.result import LruCheck, PolicyResult, PolicySweepResult, WaLane
 from litehit.policies.runs import LruComparison, PolicyRun, RunKey
@@ -67,7 +66,7 @@ def run_sweep_parse(session: Session, settings: Settings, job_id: str, enqueue: 
     session.execute(delete(SweepRun).where(SweepRun.job_id == job_id))
     for i, key in enumerate(keys):
         lane = plan.lanes[key.lane]
-        blocks = capacity_blocks(key.capacity_gb, lane.block_bytes)
+        blocks = lane_capacity_blocks(key.capacity, lane.block_bytes, lane.block_size)
         session.add(
             SweepRun(
                 job_id=job_id,
@@ -75,8 +74,8 @@ def run_sweep_parse(session: Session, settings: Settings, job_id: str, enqueue: 
                 lane=key.lane,
                 instance_id=lane.instance_id,
                 policy=key.policy,
-                slot=options.capacity_gb.index(key.capacity_gb),
-                capacity_gb=key.capacity_gb,
+                slot=options.capacity_gb.index(key.capacity),
+                capacity_gb=capacity_gib(key.capacity, blocks, lane.block_bytes),
                 capacity_blocks=blocks,
                 state=LaneState.QUEUED,
                 details={},
@@ -115,7 +114,7 @@ def _simulate(session: Session, settings: Settings, job: Job, row: SweepRun, att
     work = storage.work_dir(job.id)
     plan, chunks = _plan(spec, work)
     lane = plan.lanes[row.lane]
-    sim = PolicyRun(RunKey(row.lane, row.policy, row.capacity_gb), lane, options)
+    sim = PolicyRun(RunKey(row.lane, row.policy, options.capacity_gb[row.slot]), lane, options)
     check = LruComparison(lane, [sim]) if options.verify_lru and row.policy == "lru" else None
     try:
         for chunk in iter_lane_work(work, row.lane, chunks):
@@ -154,10 +153,11 @@ def sweep_result(spec: ReplaySpec, options: SweepOptions, rows: list[SweepRun], 
     wa: dict[int, WaLane] = {}
     checks: dict[int, LruCheck] = {}
     for row in rows:
-        key = RunKey(row.lane, row.policy, row.capacity_gb)
+        key = RunKey(row.lane, row.policy, options.capacity_gb[row.slot])
         results[key] = PolicyResult(
             policy=row.policy,
             capacity_gb=row.capacity_gb,
+            capacity=key.capacity if isinstance(key.capacity, str) else None,
             capacity_blocks=row.capacity_blocks,
             requests=row.requests,
             hit_blocks=row.hit_blocks,

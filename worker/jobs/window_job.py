@@ -16,11 +16,10 @@ import numpy as np
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session, object_session
 
-from litehit.capacity import capacity_blocks
 from litehit.db.models import Job, WindowLane, utcnow
 from litehit.db.states import LaneState, Stage
 from litehit.errors import ReplayCancelled
-from litehit.policies.options import check_sweepable
+from litehit.policies.options import check_sweepable, lane_capacity_blocks
 from litehit.publish import AtomicPublisher
 from litehit.replay.plan import make_plan
 from litehit.replay.staged import iter_lane_work, read_manifest
@@ -65,8 +64,7 @@ def run_window_parse(session: Session, settings: Settings, job_id: str, enqueue:
     plan = make_plan(spec, TraceFormat(parsed.manifest.trace_format))
     session.execute(delete(WindowLane).where(WindowLane.job_id == job_id))
     for i, lane in enumerate(plan.lanes):
-        blocks = capacity_blocks(options.capacity_gb, lane.block_bytes)
-        assert blocks is not None  # the options accept only finite, positive capacities
+        blocks = lane_capacity_blocks(options.capacity_gb, lane.block_bytes, lane.block_size)
         session.add(
             WindowLane(
                 job_id=job_id,

@@ -1,0 +1,93 @@
+"""Prometheus metrics of an attribution owner, read from its store at scrape time: lookups by
+worker and outcome, event blocks and batches by worker, evidence memory, bytes per retained
+entry, consumer lag; plus the insert and lookup latency histograms the routes observe."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from prometheus_client import Histogram
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.registry import Collector, CollectorRegistry
+
+from litehit.attribution.owner import AttributionOwner
+
+__all__ = ["AttributionCollector", "Latency"]
+
+_OUTCOMES = ("resident", "evicted", "no_recent_match", "unknown")
+_EVENTS = ("stored", "removed", "cleared")
+_BATCHES = {"batches": "applied", "duplicate_batches": "duplicate", "stale_epoch_batches": "stale_epoch"}
+
+
+class Latency:
+    """Time spent in the store per event batch and per lookup request (HTTP handling excluded)."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        buckets = (1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 1e-2, 2.5e-2, 0.1, 1.0)
+        self.apply = Histogram(
+            "litehit_attribution_apply_seconds",
+            "Time to apply one event batch to the evidence",
+            registry=registry,
+            buckets=buckets,
+        )
+        self.lookup = Histogram(
+            "litehit_attribution_lookup_seconds",
+            "Time to answer one lookup request (single or batch) from the evidence",
+            registry=registry,
+            buckets=buckets,
+        )
+
+
+class AttributionCollector(Collector):
+    def __init__(self, owner: Callable[[], AttributionOwner | None]) -> None:
+        self.owner = owner
+
+    def collect(self) -> Iterator[Any]:
+        owner = self.owner()
+        workers = owner.workers() if owner is not None and owner.lease.held else {}
+        lookups = CounterMetricFamily(
+            "litehit_attribution_lookups", "Lookups answered, by worker and outcome", labels=["worker", "outcome"]
+        )
+        blocks = CounterMetricFamily(
+            "litehit_attribution_event_blocks",
+            "Block hashes received in events, by worker and type",
+            labels=["worker", "type"],
+        )
+        batches = CounterMetricFamily(
+            "litehit_attribution_batches",
+            "Event batches received, by worker and what became of them",
+            labels=["worker", "result"],
+        )
+        gaps = CounterMetricFamily("litehit_attribution_gaps", "Sequence gaps in the event stream", labels=["worker"])
+        restarts = CounterMetricFamily("litehit_attribution_restarts", "Epoch changes (restarts)", labels=["worker"])
+        memory = GaugeMetricFamily(
+            "litehit_attribution_memory_bytes", "Evidence memory of the worker", labels=["worker"]
+        )
+        retained = GaugeMetricFamily(
+            "litehit_attribution_retained_evictions", "Removed blocks with retained evidence", labels=["worker"]
+        )
+        per_entry = GaugeMetricFamily(
+            "litehit_attribution_retained_entry_bytes",
+            "Bytes of the eviction table per retained entry (measured: table size / entries)",
+            labels=["worker"],
+        )
+        lag = GaugeMetricFamily(
+            "litehit_attribution_lag_seconds", "Consumer lag of the latest batch", labels=["worker"]
+        )
+        for worker, s in workers.items():
+            counts = s["counts"]
+            for outcome in _OUTCOMES:
+                lookups.add_metric([worker, outcome], counts.get(f"lookups_{outcome}", 0))
+            for kind in _EVENTS:
+                blocks.add_metric([worker, kind], counts.get(f"{kind}_blocks", 0))
+            for name, result in _BATCHES.items():
+                batches.add_metric([worker, result], counts.get(name, 0))
+            gaps.add_metric([worker], counts.get("gaps", 0))
+            restarts.add_metric([worker], counts.get("restarts", 0))
+            memory.add_metric([worker], s["memory_bytes"])
+            retained.add_metric([worker], s["evicted_retained"])
+            if s["bytes_per_retained_entry"] is not None:
+                per_entry.add_metric([worker], s["bytes_per_retained_entry"])
+            lag.add_metric([worker], s["lag_s"])
+        yield from (lookups, blocks, batches, gaps, restarts, memory, retained, per_entry, lag)

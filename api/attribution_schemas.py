@@ -1,0 +1,15 @@
+"""Bodies of the attribution routes (litehit.attribution.schemas) and the worker of their paths."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Path
+
+from litehit.attribution.schemas import AttributionResult, EventBatchBody, EventBody, LookupBatch, LookupBody
+
+__all__ = ["AttributionResult", "EventBatchBody", "EventBody", "LookupBatch", "LookupBody", "WorkerName"]
+
+WorkerName = Annotated[
+    str, Path(min_length=1, max_length=255, description="the worker (engine replica) whose events these are")
+]

@@ -1,0 +1,95 @@
+"""An attribution event log: one JSON document per line, in the order things happened, each
+either a batch of one worker's KV events or a lookup::
+
+    {"worker": "vllm-0", "epoch": "boot-1", "seq": 0, "ts": 1764561600.0, "events": [...]}
+    {"lookup": {"worker": "vllm-0", "block_hash": 1002}, "ts": 1764561601.5}
+
+A batch line is the HTTP event body (litehit.attribution.schemas.EventBatchBody) plus its worker;
+`litehit attribution record` writes such lines from ZMQ publishers, and `litehit attribution
+replay` runs a log through the same store the owner uses, with the lines' ts as the clock.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from litehit.attribution.events import EventBatch
+from litehit.attribution.schemas import EventBatchBody, LookupBody
+from litehit.errors import TraceError
+
+__all__ = ["LogBatch", "LogLookup", "batch_line", "read_event_log"]
+
+
+class _BatchLine(EventBatchBody):
+    worker: str = Field(min_length=1, max_length=255, description="the worker whose events these are")
+
+
+class _LookupLine(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    lookup: LookupBody
+    ts: float = Field(allow_inf_nan=False, description="when the lookup was asked, in seconds since 1970")
+
+
+@dataclass(frozen=True, slots=True)
+class LogBatch:
+    line: int
+    worker: str
+    batch: EventBatch
+
+
+@dataclass(frozen=True, slots=True)
+class LogLookup:
+    line: int
+    worker: str
+    block_hash: int
+    ts: float
+
+
+def read_event_log(path: Path, name: str | None = None) -> Iterator[LogBatch | LogLookup]:
+    """The log's lines in order; TraceError naming the file, the line and the field otherwise.
+    Blank lines are skipped."""
+    shown = name or str(path)
+    try:
+        handle = path.open("rb")
+    except OSError as exc:
+        raise TraceError(shown, 0, f"cannot open the event log: {exc.strerror or exc}") from None
+    with handle:
+        for n, raw in enumerate(handle, start=1):
+            if not raw.strip():
+                continue
+            try:
+                doc = json.loads(raw)
+            except (ValueError, RecursionError) as exc:
+                raise TraceError(shown, n, f"not a JSON document: {exc}") from None
+            if not isinstance(doc, dict):
+                raise TraceError(shown, n, "a line is a JSON object (an event batch or a lookup)")
+            try:
+                if "lookup" in doc:
+                    item = _LookupLine.model_validate(doc)
+                    yield LogLookup(n, item.lookup.worker, item.lookup.block_hash, item.ts)
+                else:
+                    body = _BatchLine.model_validate(doc)
+                    yield LogBatch(n, body.worker, body.batch())
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                where = ".".join(str(p) for p in first["loc"]) or "line"
+                raise TraceError(shown, n, f"{where}: {first['msg']}") from None
+
+
+def batch_line(worker: str, batch: EventBatch) -> bytes:
+    """One log line for a batch (what `record` writes)."""
+    doc: dict[str, Any] = {
+        "worker": worker,
+        "epoch": batch.epoch,
+        "seq": batch.seq,
+        "ts": batch.ts,
+        "events": [{"type": e.type.value, "block_hashes": list(e.block_hashes)} for e in batch.events],
+    }
+    return json.dumps(doc, separators=(",", ":")).encode() + b"\n"
