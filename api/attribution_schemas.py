@@ -6,10 +6,22 @@ from typing import Annotated
 
 from fastapi import Path
 
-from litehit.attribution.schemas import AttributionResult, EventBatchBody, EventBody, LookupBatch, LookupBody
+from litehit.attribution.schemas import (
+    WORKER_PATTERN,
+    AttributionResult,
+    EventBatchBody,
+    EventBody,
+    LookupBatch,
+    LookupBody,
+)
 
 __all__ = ["AttributionResult", "EventBatchBody", "EventBody", "LookupBatch", "LookupBody", "WorkerName"]
 
 WorkerName = Annotated[
-    str, Path(min_length=1, max_length=255, description="the worker (engine replica) whose events these are")
+    str,
+    Path(
+        pattern=WORKER_PATTERN,
+        description="the worker (engine replica) whose events these are: letters, digits and _ . : -",
+        examples=["vllm-0"],
+    ),
 ]

@@ -56,7 +56,10 @@ class EvidenceStats:
     expired: int
     filter_bits: int
     filter_set: int
+    previous_set: int
     filter_inserts: int
+    generation_inserts: int
+    rotations: int
     resident_bytes: int
     evidence_bytes: int
     filter_bytes: int
@@ -65,16 +68,22 @@ class EvidenceStats:
 
     @property
     def filter_false_positive_rate(self) -> float:
-        """The chance that a digest never put into the filter tests positive now: (set bits /
-        bits) ** 3 for its three probes."""
-        return (self.filter_set / self.filter_bits) ** 3 if self.filter_bits else 0.0
+        """The chance that a digest never put into the filter tests positive now: for its three
+        probes, (set bits / bits) ** 3 in either generation."""
+        if not self.filter_bits:
+            return 0.0
+        current, previous = (self.filter_set / self.filter_bits) ** 3, (self.previous_set / self.filter_bits) ** 3
+        return 1 - (1 - current) * (1 - previous)
 
 
 class EvidenceSet(CHandle):
-    def __init__(self, ring_buckets: int, filter_log2_bits: int) -> None:
+    def __init__(self, ring_buckets: int, filter_log2_bits: int, filter_generation: int = 0) -> None:
         out = ffi.new("lh_evidence **")
         err = new_error_buffer()
-        raise_for_status(lib.lh_evidence_create(out, ring_buckets, filter_log2_bits, err, lib.LH_ERR_LEN), err)
+        if not 0 <= filter_generation < 2**64:
+            raise ValueError(f"filter_generation must be in [0, 2**64), got {filter_generation}")
+        status = lib.lh_evidence_create(out, ring_buckets, filter_log2_bits, filter_generation, err, lib.LH_ERR_LEN)
+        raise_for_status(status, err)
         self._own(out[0], lib.lh_evidence_destroy)
 
     def advance(self, bucket: int) -> None:
@@ -123,16 +132,21 @@ class EvidenceSet(CHandle):
     def forget(self) -> None:
         lib.lh_evidence_forget(self._handle())
 
-    def stats(self) -> EvidenceStats:
+    def stats(self, *, settle: bool = True) -> EvidenceStats:
+        """Counts and sizes; ``settle`` first finishes the expiry sweep (exact counts, a scan of
+        the table), without it ``evidence`` includes expired entries not swept out yet."""
         raw: Any = ffi.new("lh_evidence_stats *")
-        lib.lh_evidence_get_stats(self._handle(), raw)
+        lib.lh_evidence_get_stats(self._handle(), int(settle), raw)
         return EvidenceStats(
             resident=raw.resident,
             evidence=raw.evidence,
             expired=raw.expired,
             filter_bits=raw.filter_bits,
             filter_set=raw.filter_set,
+            previous_set=raw.previous_set,
             filter_inserts=raw.filter_inserts,
+            generation_inserts=raw.generation_inserts,
+            rotations=raw.rotations,
             resident_bytes=raw.resident_bytes,
             evidence_bytes=raw.evidence_bytes,
             filter_bytes=raw.filter_bytes,

@@ -68,7 +68,9 @@ class Settings(BaseSettings):
         default=5.0, ge=0, description="consumer lag above which a worker's lookups answer unknown"
     )
     attribution_filter_bits: int = Field(
-        default=1 << 23, ge=0, description="bits of each worker's aged-evidence Bloom filter (0: none)"
+        default=1 << 22,
+        ge=0,
+        description="bits of each of the two generations of a worker's aged-evidence Bloom filter (0: none)",
     )
     attribution_zmq: str = Field(
         default="", description="vLLM/SGLang KV-event endpoints to subscribe to, per worker (see README)"

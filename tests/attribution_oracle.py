@@ -54,6 +54,7 @@ class Worker:
     removals: list[Removal] = field(default_factory=list)  # every removal ever, in apply order
     aged: set[int] = field(default_factory=set)  # exact: what the store's Bloom filter approximates
     lag: float = 0.0
+    complete: bool = False  # the resident set is known: seen from seq 0 of the epoch or a clear, no gap since
     batches: int = 0  # applied batches
     duplicates: int = 0
     stale: int = 0
@@ -117,6 +118,7 @@ class OracleStore:
             if w is None:
                 w = Worker(epoch=batch.epoch, next_seq=batch.seq, epoch_since=now)
                 self.workers[worker] = w
+                w.complete = batch.seq == 0
             else:
                 w.aged |= set(w.resident)
                 w.aged |= {r.digest for r in w.removals if r.epoch == w.epoch}
@@ -127,6 +129,7 @@ class OracleStore:
                 w.last_gap_at = None
                 w.last_gap_batch = None
                 w.next_seq = batch.seq
+                w.complete = batch.seq == 0
             result = "new_epoch"
         elif batch.seq < w.next_seq:
             w.duplicates += 1
@@ -135,6 +138,7 @@ class OracleStore:
             w.last_gap_at = now
             w.last_gap_batch = w.batches + 1
             w.gaps += 1
+            w.complete = False
             result = "gap"
         else:
             result = "applied"
@@ -150,6 +154,7 @@ class OracleStore:
             else:
                 for d in list(w.resident):
                     self.remove(w, d, now, number, batch)
+                w.complete = True
         w.next_seq = batch.seq + 1
         w.lag = max(0.0, self.wall() - batch.ts)
         return result
@@ -180,6 +185,8 @@ class OracleStore:
         if now - w.epoch_since < self.window_s:
             return ("unknown", None)
         if w.last_gap_at is not None and now - w.last_gap_at < self.window_s:
+            return ("unknown", None)
+        if not w.complete:
             return ("unknown", None)
         if self.filter_bits > 0 and d in w.aged:
             return ("unknown", None)

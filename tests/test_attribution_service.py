@@ -155,6 +155,8 @@ def test_malformed_lookups_are_422(owner: TestClient) -> None:
     for body, loc in [
         ({"worker": "w"}, ["body", "block_hash"]),
         ({"worker": "", "block_hash": 1}, ["body", "worker"]),
+        ({"worker": "a/b", "block_hash": 1}, ["body", "worker"]),
+        ({"worker": "..", "block_hash": 1}, ["body", "worker"]),
         ({"worker": "w", "block_hash": 1.5}, ["body", "block_hash"]),
     ]:
         r = owner.post("/v1/attribution/lookups", json=body)
@@ -250,6 +252,19 @@ def test_public_api_forwards_events_and_lookups_to_two_owners(service_settings: 
             listed = api.get("/v1/attribution/workers").json()["items"]
             assert [i["worker"] for i in listed] == workers and {i["shard"] for i in listed} == {0, 1}
             assert api.post("/v1/attribution/workers/w/events", json={"epoch": "e"}).status_code == 422
+            assert api.post("/v1/attribution/workers/a%25b/events", json=body).status_code == 422
+        dead = free_port()  # no owner listens there: its shard's lookups are unknown, the others stand
+        partly = api_settings.model_copy(
+            update={"attribution_urls": f"http://127.0.0.1:{ports[0]},http://127.0.0.1:{dead}"}
+        )
+        with TestClient(create_app(partly, enqueue=lambda *a: None)) as api:
+            r = api.post("/v1/attribution/lookups/batch", json={"lookups": lookups})
+            assert r.status_code == 200, r.text
+            for item, result in zip(lookups, r.json()["results"], strict=True):
+                if shard_of(item["worker"], 2) == 1:
+                    assert result["outcome"] == "unknown" and "shard 1 cannot be reached" in result["reason"]
+                else:
+                    assert result["outcome"] != "unknown" or item["block_hash"] == 999
         with TestClient(create_app(base.model_copy(update={"sweep_interval_s": 0}), enqueue=lambda *a: None)) as bare:
             r = bare.post("/v1/attribution/lookups", json={"worker": "w", "block_hash": 1})
             assert r.status_code == 503 and r.json()["error"]["code"] == "attribution_not_configured"
@@ -299,6 +314,10 @@ def test_the_owner_subscribes_to_a_zmq_publisher(settings: Settings) -> None:
             assert outcome(owner, "vllm-0", 99)[0] == "unknown"
             (worker,) = owner.get("/v1/attribution/workers").json()["items"]
             assert worker["counts"]["gaps"] == 1 and worker["subscriber"]["gaps"] == 1
+            pub.close(linger=0)  # the engine goes away: what it did since is unknown
+            wait_for(lambda: outcome(owner, "vllm-0", 8)[0] == "unknown", 10, "the disconnect")
+            r = owner.post("/v1/attribution/lookups", json={"worker": "vllm-0", "block_hash": 8}).json()
+            assert "disconnected" in r["reason"]
     finally:
         pub.close(linger=0)
         ctx.term()

@@ -389,3 +389,37 @@ def test_filter_false_positives_are_rare() -> None:
         expected = ev.stats().filter_false_positive_rate
         assert expected < 0.001
         assert rate <= 3 * expected + 0.0005
+
+
+@pytest.mark.parametrize("filter_log2", [0, 20])
+def test_expiry_spread_over_calls_never_changes_an_answer(filter_log2: int) -> None:
+    """200,000 removals expire at once: the sweep out of the table takes many calls (4096 slots
+    each), and meanwhile every expired digest already answers as aged (absent without a filter),
+    removals and stores in between (one of them growing the table mid-sweep) answer as usual, and
+    the counts are exact once stats() finishes the sweep."""
+    n = 200_000
+    old = list(range(1, n + 1))
+    aged = AGED if filter_log2 else ABSENT
+    with EvidenceSet(2, filter_log2) as ev:
+        ev.advance(0)
+        apply(ev, 1, (REMOVED_EVENT, tuple(old)))
+        ev.advance(2)  # bucket 0 leaves the ring: all of `old` expired, almost none swept yet
+        sample = old[::997]
+        assert looked_up(ev, sample) == [(aged, 0)] * len(sample)
+        fresh = list(range(n + 1, 3 * n + 1))  # enough to grow the table while the sweep is under way
+        apply(ev, 2, (REMOVED_EVENT, tuple(fresh)), (STORED, (old[5],)), (REMOVED_EVENT, (old[7],)))
+        assert looked_up(ev, [old[5], old[7], fresh[0], fresh[-1], old[6]]) == [
+            (RESIDENT, 2),
+            (REMOVED, 2),
+            (REMOVED, 2),
+            (REMOVED, 2),
+            (aged, 0),
+        ]
+        for batch in range(3, 40):  # more calls, each sweeping a little
+            apply(ev, batch)
+            assert one(ev, old[batch]) == {5: (RESIDENT, 2), 7: (REMOVED, 2)}.get(batch, (aged, 0))
+        stats = ev.stats()
+        assert stats.expired == n - 1  # old[7] was removed again before the sweep reached it
+        assert stats.evidence == len(fresh) + 1
+        assert stats.filter_inserts == (n - 1 if filter_log2 else 0)
+        assert looked_up(ev, sample) == [(aged, 0)] * len(sample)

@@ -10,10 +10,10 @@ import json
 from typing import Any
 from urllib.parse import quote
 
-import httpx
 from fastapi import APIRouter, Request, Response
 
 from api.attribution_schemas import AttributionResult, EventBatchBody, LookupBatch, LookupBody, WorkerName
+from api.errors import ApiError
 from api.forwarding import forward, owner_urls, send
 from litehit.online.store import shard_of
 from litehit.settings import Settings
@@ -54,25 +54,40 @@ async def lookup(request: Request, body: LookupBody) -> Response:
 
 
 @router.post("/lookups/batch", summary="Many lookups over any workers, answered in order")
-async def lookup_batch(request: Request, body: LookupBatch) -> Any:
+async def lookup_batch(request: Request, body: LookupBatch) -> dict[str, list[Any]]:
+    """Each shard's part goes to its owner concurrently. A shard whose owner does not answer, or
+    answers with an error, has its lookups answered unknown (the owner cannot be established);
+    the other shards' answers stand."""
     urls = _owners(request)
     by_shard: dict[int, list[int]] = {}
     for i, item in enumerate(body.lookups):
         by_shard.setdefault(shard_of(item.worker, len(urls)), []).append(i)
 
-    async def ask(shard: int, positions: list[int]) -> httpx.Response:
+    async def ask(shard: int, positions: list[int]) -> list[Any]:
         part = {"lookups": [body.lookups[i].model_dump() for i in positions]}
-        return await send(request, "POST", f"{urls[shard]}{BASE}/lookups/batch", content=json.dumps(part).encode())
+        try:
+            answer = await send(
+                request, "POST", f"{urls[shard]}{BASE}/lookups/batch", content=json.dumps(part).encode()
+            )
+        except ApiError as exc:
+            return [_unreachable(shard, exc.message)] * len(positions)
+        if answer.status_code != 200:
+            return [_unreachable(shard, f"it answered HTTP {answer.status_code}")] * len(positions)
+        results: list[Any] = answer.json()["results"]
+        return results
 
     shards = sorted(by_shard)
     answers = await asyncio.gather(*(ask(s, by_shard[s]) for s in shards))
     results: list[Any] = [None] * len(body.lookups)
-    for shard, answer in zip(shards, answers, strict=True):
-        if answer.status_code != 200:
-            return Response(answer.content, status_code=answer.status_code, media_type="application/json")
-        for i, result in zip(by_shard[shard], answer.json()["results"], strict=True):
+    for shard, part in zip(shards, answers, strict=True):
+        for i, result in zip(by_shard[shard], part, strict=True):
             results[i] = result
     return {"results": results}
+
+
+def _unreachable(shard: int, why: str) -> dict[str, Any]:
+    reason = f"the owner of attribution shard {shard} cannot be reached: {why}"
+    return {"outcome": "unknown", "reason": reason, "evicted_at": None}
 
 
 @router.get("/workers", summary="Every shard's workers: evidence, coverage, lag and counters")

@@ -7,10 +7,16 @@
  *   resident   digest -> the batch that stored it (stored adds, removed and cleared take away);
  *   evidence   digest -> the batch of its LATEST removal, for removals in retained buckets;
  *   aged       a Bloom filter of digests whose removal evidence expired or that were dropped
- *              by lh_evidence_forget; a member may be a false positive, never a false negative.
+ *              by lh_evidence_forget, in two generations: when the current one has taken
+ *              `filter_generation` digests it becomes the previous one and the one before is
+ *              forgotten, so the filter never saturates; a digest is remembered for at least one
+ *              generation's worth of later inserts. A member may be a false positive; within
+ *              that memory there are no false negatives.
  * Buckets: lh_evidence_advance(b) retains the removals of buckets b - (ring - 1) .. b; older
  * evidence expires into the aged filter. A removal is filed in the current (latest advanced)
- * bucket. Expiry scans the evidence table once per advance that expires anything.
+ * bucket. Expiry is a sweep over the evidence table spread over the calls (4096 slots per
+ * advance or apply): an expired entry the sweep has not reached yet is already answered as aged,
+ * so answers never depend on its progress; only memory is freed later.
  * Memory: both tables take 12 bytes a slot (8-byte digest, 4-byte batch) and are at most 90 %
  * full; a table doubles before an event that could overfill it (counting digests it already
  * holds too) and never shrinks, so one grown by fresh digests holds 13.3 to 26.7 bytes per
@@ -37,21 +43,26 @@ typedef struct lh_evidence_stats {
   size_t resident;            /* digests resident now */
   size_t evidence;            /* digests with retained removal evidence */
   uint64_t expired;           /* removal records that aged out (ever) */
-  uint64_t filter_bits;       /* size of the aged filter (0: none) */
-  uint64_t filter_set;        /* bits of it that are set */
-  uint64_t filter_inserts;    /* digests put into it (ever) */
+  uint64_t filter_bits;        /* bits of each of the aged filter's two generations (0: none) */
+  uint64_t filter_set;         /* bits set in the current generation */
+  uint64_t previous_set;       /* bits set in the previous generation */
+  uint64_t filter_inserts;     /* digests put into the filter (ever) */
+  uint64_t generation_inserts; /* digests put into the current generation */
+  uint64_t rotations;          /* generations completed */
   size_t resident_bytes;      /* memory of the resident table */
   size_t evidence_bytes;      /* memory of the evidence table */
-  size_t filter_bytes;        /* memory of the filter */
+  size_t filter_bytes;        /* memory of the filter (both generations) */
   uint64_t bucket;            /* the latest advanced bucket */
   uint32_t last_batch;        /* the latest batch applied (0: none) */
 } lh_evidence_stats;
 
 /* Creates an empty set that retains `ring_buckets` (>= 1) buckets of removals, with an aged
- * filter of 2^filter_log2_bits bits (0: no filter; else 6 .. 40). LH_OK and *out, or
- * LH_EINVAL / LH_ENOMEM (*out untouched). Destroy with lh_evidence_destroy. */
-int lh_evidence_create(lh_evidence **out, uint32_t ring_buckets, uint32_t filter_log2_bits, char *err,
-                       size_t errlen);
+ * filter of two generations of 2^filter_log2_bits bits each (0: no filter; else 6 .. 40), each
+ * generation taking `filter_generation` digests (0: a single generation that never rotates, and
+ * only one is allocated).
+ * LH_OK and *out, or LH_EINVAL / LH_ENOMEM (*out untouched). Destroy with lh_evidence_destroy. */
+int lh_evidence_create(lh_evidence **out, uint32_t ring_buckets, uint32_t filter_log2_bits,
+                       uint64_t filter_generation, char *err, size_t errlen);
 
 void lh_evidence_destroy(lh_evidence *ev);
 
@@ -74,9 +85,13 @@ void lh_evidence_lookup(const lh_evidence *ev, const int64_t *digests, size_t n,
                         uint32_t *batches);
 
 /* A restart: every resident and retained digest goes into the aged filter; resident and
- * evidence become empty and batch numbering may start again at 1. The filter is kept. */
+ * evidence become empty and batch numbering may start again at 1. The filter is kept. A digest
+ * both resident and retained is put in twice. */
 void lh_evidence_forget(lh_evidence *ev);
 
-void lh_evidence_get_stats(const lh_evidence *ev, lh_evidence_stats *out);
+/* The counts and sizes. With `settle` it first finishes the expiry sweep, so they are exact (that
+ * takes a scan of the evidence table); without, `evidence` also counts expired entries the sweep
+ * has not reached yet, and `expired` / the filter counts lack them. */
+void lh_evidence_get_stats(lh_evidence *ev, int settle, lh_evidence_stats *out);
 
 #endif

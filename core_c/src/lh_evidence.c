@@ -126,12 +126,19 @@ struct lh_evidence {
   uint32_t ring_buckets;
   uint64_t bucket;        /* the current bucket */
   uint32_t last_batch;    /* 0 before the first batch of this epoch */
-  uint32_t expired_below; /* evidence with a smaller batch has been expired */
+  uint32_t expired_below; /* evidence with a smaller batch has expired (maybe not swept out yet) */
+  size_t sweep_at;        /* the sweep's next slot of the evidence table */
+  size_t sweep_left;      /* slots the sweep still has to examine (0: every expired entry is out) */
   uint64_t expired;
-  uint64_t *filter; /* 2^filter_log2 bits, NULL when there is no filter */
+  uint64_t *filter;   /* the current generation: 2^filter_log2 bits, NULL when there is no filter */
+  uint64_t *previous; /* the generation before it, same size */
   uint32_t filter_log2;
-  uint64_t filter_set;
+  uint64_t generation; /* inserts per generation (0: one generation forever) */
+  uint64_t filter_set; /* bits set in the current generation */
+  uint64_t previous_set;
+  uint64_t generation_inserts; /* inserts into the current generation */
   uint64_t filter_inserts;
+  uint64_t rotations;
 };
 
 /* Bloom filter probes by double hashing: h1 + i * h2 (h2 odd, so the probes differ). */
@@ -142,8 +149,21 @@ static void filter_probes(const lh_evidence *ev, int64_t digest, uint64_t probes
   for (int i = 0; i < FILTER_HASHES; i++) probes[i] = (h1 + (uint64_t)i * h2) & mask;
 }
 
+/* A full generation becomes the previous one (the one before is forgotten) before the next insert. */
+static void filter_rotate(lh_evidence *ev) {
+  uint64_t *old = ev->previous;
+  ev->previous = ev->filter;
+  ev->previous_set = ev->filter_set;
+  memset(old, 0, (((size_t)1 << ev->filter_log2) / 64) * sizeof *old);
+  ev->filter = old;
+  ev->filter_set = 0;
+  ev->generation_inserts = 0;
+  ev->rotations++;
+}
+
 static void filter_add(lh_evidence *ev, int64_t digest) {
   if (ev->filter == NULL) return;
+  if (ev->generation != 0 && ev->generation_inserts >= ev->generation) filter_rotate(ev);
   uint64_t probes[FILTER_HASHES];
   filter_probes(ev, digest, probes);
   for (int i = 0; i < FILTER_HASHES; i++) {
@@ -153,21 +173,26 @@ static void filter_add(lh_evidence *ev, int64_t digest) {
       ev->filter_set++;
     }
   }
+  ev->generation_inserts++;
   ev->filter_inserts++;
+}
+
+static int bits_have(const uint64_t *bits, const uint64_t probes[FILTER_HASHES]) {
+  for (int i = 0; i < FILTER_HASHES; i++) {
+    if (!(bits[probes[i] >> 6] & (UINT64_C(1) << (probes[i] & 63)))) return 0;
+  }
+  return 1;
 }
 
 static int filter_has(const lh_evidence *ev, int64_t digest) {
   if (ev->filter == NULL) return 0;
   uint64_t probes[FILTER_HASHES];
   filter_probes(ev, digest, probes);
-  for (int i = 0; i < FILTER_HASHES; i++) {
-    if (!(ev->filter[probes[i] >> 6] & (UINT64_C(1) << (probes[i] & 63)))) return 0;
-  }
-  return 1;
+  return bits_have(ev->filter, probes) || (ev->previous != NULL && bits_have(ev->previous, probes));
 }
 
-int lh_evidence_create(lh_evidence **out, uint32_t ring_buckets, uint32_t filter_log2_bits, char *err,
-                       size_t errlen) {
+int lh_evidence_create(lh_evidence **out, uint32_t ring_buckets, uint32_t filter_log2_bits,
+                       uint64_t filter_generation, char *err, size_t errlen) {
   if (out == NULL) return lh_fail(err, errlen, LH_EINVAL, "out must not be NULL");
   if (ring_buckets == 0 || ring_buckets > (1u << 24)) {
     return lh_fail(err, errlen, LH_EINVAL, "ring_buckets must be in [1, 16777216], got %u", ring_buckets);
@@ -180,16 +205,19 @@ int lh_evidence_create(lh_evidence **out, uint32_t ring_buckets, uint32_t filter
   ev->ring = malloc(ring_buckets * sizeof *ev->ring);
   if (filter_log2_bits != 0) {
     ev->filter = calloc((size_t)1 << (filter_log2_bits - 6), sizeof *ev->filter);
+    if (filter_generation != 0) ev->previous = calloc((size_t)1 << (filter_log2_bits - 6), sizeof *ev->previous);
   }
-  if (ev->ring == NULL || (filter_log2_bits != 0 && ev->filter == NULL)) {
+  if (ev->ring == NULL || (filter_log2_bits != 0 && (ev->filter == NULL || (filter_generation != 0 && ev->previous == NULL)))) {
     free(ev->ring);
     free(ev->filter);
+    free(ev->previous);
     free(ev);
     return lh_fail(err, errlen, LH_ENOMEM, "out of memory creating the evidence set");
   }
   for (uint32_t i = 0; i < ring_buckets; i++) ev->ring[i].bucket = UINT64_MAX;
   ev->ring_buckets = ring_buckets;
   ev->filter_log2 = filter_log2_bits;
+  ev->generation = filter_generation;
   *out = ev;
   return LH_OK;
 }
@@ -200,26 +228,35 @@ void lh_evidence_destroy(lh_evidence *ev) {
   table_free(&ev->evidence);
   free(ev->ring);
   free(ev->filter);
+  free(ev->previous);
   free(ev);
 }
 
-/* Removes every evidence entry with a batch below `below`, filing its digest as aged. Deleting
- * shifts later entries of the probe run back, so the slot just emptied is examined again; an
- * entry shifted across the table's end is examined twice, which is harmless. */
-static void expire_below(lh_evidence *ev, uint32_t below) {
-  if (below <= ev->expired_below) return;
-  ev->expired_below = below;
+#define SWEEP_SLOTS 4096 /* slots of the evidence table one advance or apply examines at most */
+
+/* Examines up to `budget` slots of the evidence table, from where the last call stopped, and
+ * moves the expired entries (batch below expired_below) into the aged filter. Until the sweep
+ * has passed, an expired entry still in the table is answered AGED by lookups, so spreading the
+ * work over calls changes no answer, only when memory is freed. Deleting shifts later entries of
+ * the probe run back into the emptied slot, which is examined again; entries only ever move
+ * into slots the pass has not finished, so none is skipped, and one examined twice is harmless. */
+static void sweep(lh_evidence *ev, size_t budget) {
   table *t = &ev->evidence;
-  if (t->vals == NULL || t->count == 0) return;
-  size_t cap = t->mask + 1;
-  for (size_t i = 0; i < cap;) {
-    if (t->vals[i] != 0 && t->vals[i] < below) {
+  if (t->vals == NULL) {
+    ev->sweep_left = 0;
+    return;
+  }
+  while (ev->sweep_left > 0 && budget > 0) {
+    size_t i = ev->sweep_at;
+    budget--;
+    if (t->vals[i] != 0 && t->vals[i] < ev->expired_below) {
       filter_add(ev, t->keys[i]);
       ev->expired++;
       table_del_at(t, i);
       continue;
     }
-    i++;
+    ev->sweep_at = (i + 1) & t->mask;
+    ev->sweep_left--;
   }
 }
 
@@ -235,7 +272,11 @@ void lh_evidence_advance(lh_evidence *ev, uint64_t bucket) {
       threshold = s->first_batch;
     }
   }
-  expire_below(ev, threshold);
+  if (threshold > ev->expired_below) { /* a new pass over the whole table */
+    ev->expired_below = threshold;
+    ev->sweep_left = ev->evidence.vals == NULL ? 0 : ev->evidence.mask + 1;
+  }
+  sweep(ev, SWEEP_SLOTS);
 }
 
 int lh_evidence_apply(lh_evidence *ev, uint32_t batch, const uint8_t *kinds, const int64_t *offsets,
@@ -268,8 +309,13 @@ int lh_evidence_apply(lh_evidence *ev, uint32_t batch, const uint8_t *kinds, con
   /* Every digest that can gain removal evidence: the removed ones, and on a clear every resident
    * one (resident now or stored by this batch). */
   size_t may_remove = removed + (clears ? ev->resident.count + stored : 0);
+  size_t evidence_mask = ev->evidence.mask;
   if (table_reserve(&ev->resident, stored) != 0 || table_reserve(&ev->evidence, may_remove) != 0) {
     return lh_fail(err, errlen, LH_ENOMEM, "out of memory applying batch %u", batch);
+  }
+  if (ev->evidence.mask != evidence_mask && ev->sweep_left > 0) { /* rehashed mid-pass: start over */
+    ev->sweep_at = 0;
+    ev->sweep_left = ev->evidence.mask + 1;
   }
   ring_slot *slot = &ev->ring[ev->bucket % ev->ring_buckets];
   if (slot->bucket != ev->bucket) {
@@ -297,6 +343,7 @@ int lh_evidence_apply(lh_evidence *ev, uint32_t batch, const uint8_t *kinds, con
       r->count = 0;
     }
   }
+  sweep(ev, SWEEP_SLOTS);
   return LH_OK;
 }
 
@@ -310,6 +357,11 @@ void lh_evidence_lookup(const lh_evidence *ev, const int64_t *digests, size_t n,
       continue;
     }
     b = table_get(&ev->evidence, digests[i]);
+    if (b != 0 && b < ev->expired_below) { /* expired, not swept out yet: as good as in the filter */
+      kinds[i] = ev->filter != NULL ? LH_EVIDENCE_AGED : LH_EVIDENCE_ABSENT;
+      batches[i] = 0;
+      continue;
+    }
     if (b != 0) {
       kinds[i] = LH_EVIDENCE_REMOVED;
       batches[i] = b;
@@ -331,19 +383,25 @@ void lh_evidence_forget(lh_evidence *ev) {
   for (uint32_t i = 0; i < ev->ring_buckets; i++) ev->ring[i].bucket = UINT64_MAX;
   ev->last_batch = 0;
   ev->expired_below = 0;
+  ev->sweep_at = 0;
+  ev->sweep_left = 0;
 }
 
-void lh_evidence_get_stats(const lh_evidence *ev, lh_evidence_stats *out) {
+void lh_evidence_get_stats(lh_evidence *ev, int settle, lh_evidence_stats *out) {
+  if (settle) sweep(ev, SIZE_MAX);
   memset(out, 0, sizeof *out);
   out->resident = ev->resident.count;
   out->evidence = ev->evidence.count;
   out->expired = ev->expired;
   out->filter_bits = ev->filter == NULL ? 0 : UINT64_C(1) << ev->filter_log2;
   out->filter_set = ev->filter_set;
+  out->previous_set = ev->previous_set;
   out->filter_inserts = ev->filter_inserts;
+  out->generation_inserts = ev->generation_inserts;
+  out->rotations = ev->rotations;
   out->resident_bytes = table_memory(&ev->resident);
   out->evidence_bytes = table_memory(&ev->evidence);
-  out->filter_bytes = ev->filter == NULL ? 0 : ((size_t)1 << ev->filter_log2) / 8;
+  out->filter_bytes = ev->filter == NULL ? 0 : ((size_t)1 << ev->filter_log2) / 8 * (ev->previous != NULL ? 2 : 1);
   out->bucket = ev->bucket;
   out->last_batch = ev->last_batch;
 }

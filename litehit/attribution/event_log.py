@@ -20,14 +20,14 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from litehit.attribution.events import EventBatch
-from litehit.attribution.schemas import EventBatchBody, LookupBody
+from litehit.attribution.schemas import WORKER_PATTERN, EventBatchBody, LookupBody
 from litehit.errors import TraceError
 
 __all__ = ["LogBatch", "LogLookup", "batch_line", "read_event_log"]
 
 
 class _BatchLine(EventBatchBody):
-    worker: str = Field(min_length=1, max_length=255, description="the worker whose events these are")
+    worker: str = Field(pattern=WORKER_PATTERN, description="the worker whose events these are")
 
 
 class _LookupLine(BaseModel):

@@ -85,11 +85,20 @@ class AttributionOwner:
         """After claim(): subscribes to the KV events of every configured worker of this shard."""
         from litehit.attribution.subscriber import KVEventSubscriber, parse_endpoints
 
-        for ep in parse_endpoints(self.settings.attribution_zmq):
+        try:
+            endpoints = parse_endpoints(self.settings.attribution_zmq)
+        except ValueError as exc:
+            raise RuntimeError(f"LITEHIT_ATTRIBUTION_ZMQ: {exc}") from None
+        for ep in endpoints:
             if shard_of(ep.worker, self.shards) != self.shard:
                 continue
             sub = KVEventSubscriber(
-                ep.worker, ep.endpoint, self.deliver, replay_endpoint=ep.replay_endpoint, topic=ep.topic
+                ep.worker,
+                ep.endpoint,
+                self.deliver,
+                replay_endpoint=ep.replay_endpoint,
+                topic=ep.topic,
+                on_disconnect=self.store.mark_disconnected,
             )
             sub.start()
             self.subscribers.append(sub)

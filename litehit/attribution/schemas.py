@@ -12,7 +12,11 @@ from pydantic.config import JsonDict
 
 from litehit.attribution.events import BlockEvent, EventBatch, EventType
 
-__all__ = ["AttributionResult", "EventBatchBody", "EventBody", "LookupBatch", "LookupBody"]
+__all__ = ["WORKER_PATTERN", "AttributionResult", "EventBatchBody", "EventBody", "LookupBatch", "LookupBody"]
+
+WORKER_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,254}$"
+"""A worker name: letters, digits and _ . : - (starting with a letter or digit), at most 255
+characters; the same names the ZMQ endpoint setting takes, and safe as one path segment."""
 
 EXAMPLE_EVENTS: JsonDict = {
     "epoch": "2026-12-01T04:00:00Z-pid4242",
@@ -75,7 +79,7 @@ class LookupBody(BaseModel):
         extra="forbid", json_schema_extra={"examples": [{"worker": "vllm-0", "block_hash": 1002}]}
     )
 
-    worker: str = Field(min_length=1, max_length=255, description="the worker the request was routed to")
+    worker: str = Field(pattern=WORKER_PATTERN, description="the worker the request was routed to")
     block_hash: int = Field(description="the hash of the request's first uncached block, as in the events")
 
 

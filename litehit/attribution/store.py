@@ -14,11 +14,18 @@ The contract (README "Live miss attribution" has the user's version):
   an older one counts as a new epoch again. A seq jump is
   a gap: the batch applies and the gap is remembered; a seq at or below the last is ignored
   ("duplicate"). Applied batches are numbered 1, 2, ... per worker; lag = wall() - batch ts.
-- Lookups, checked in this order: unknown worker -> unknown; lag above ``max_lag_s`` -> unknown;
+- Lookups, checked in this order: unknown worker -> unknown; its event source disconnected (the ZMQ
+  subscriber says so; until its next batch) -> unknown; lag above ``max_lag_s`` -> unknown;
   resident -> resident (unknown when a gap came after its store); removal evidence in the window ->
   evicted with the removing batch's ts (unknown when a gap came after it); absent -> unknown when
-  the epoch began within the window, a gap lies within the window, or the aged filter holds the
-  digest; otherwise no_recent_match.
+  the epoch began within the window, a gap lies within the window, the worker's resident set is
+  not complete (its stream was not seen from the epoch's seq 0, or a gap came, and no `cleared`
+  since: a block stored then may be resident), or the aged filter holds the digest; otherwise
+  no_recent_match.
+- The aged filter has two generations of ``filter_bits`` bits; a generation takes
+  ``filter_generation`` digests (default: about 1 % false positives when full), then becomes the
+  previous one and the one before is forgotten. So it never saturates, and an eviction older than
+  the window is remembered for at least one generation's worth of later evictions.
 
 Nothing is shared between workers. Thread-safe: one lock guards the store (the ZMQ subscribers
 deliver from their threads, HTTP requests from the event loop).
@@ -44,6 +51,9 @@ __all__ = ["ApplyResult", "Attribution", "AttributionStore", "Outcome"]
 
 _KIND = {EventType.STORED: 0, EventType.REMOVED: 1, EventType.CLEARED: 2}
 _PAST_EPOCHS = 64  # earlier epochs of a worker remembered to recognise their late batches
+GENERATION_LOAD = 0.0809
+"""Digests per bit of an aged-filter generation: with three probes, a full generation answers
+about 1 % of never-seen digests positive ((1 - exp(-3 * 0.0809)) ** 3 = 0.0100)."""
 
 
 class Outcome(enum.StrEnum):
@@ -84,6 +94,8 @@ class _Worker:
     last_gap_at: float | None = None
     last_gap_batch: int = 0
     lag_s: float = 0.0
+    complete: bool = False  # every event since the epoch began (or since a clear) was applied
+    disconnected: bool = False  # its event source lost the connection; cleared by the next batch
     counts: dict[str, int] = field(default_factory=dict)
 
     def count(self, name: str, n: int = 1) -> None:
@@ -98,6 +110,7 @@ class AttributionStore:
         bucket_s: float,
         max_lag_s: float,
         filter_bits: int,
+        filter_generation: int | None = None,
         clock: Callable[[], float] = time.monotonic,
         wall: Callable[[], float] = time.time,
     ) -> None:
@@ -112,6 +125,11 @@ class AttributionStore:
         self.window_s, self.bucket_s, self.max_lag_s = window_s, bucket_s, max_lag_s
         self.buckets = math.ceil(window_s / bucket_s)
         self.filter_log2 = filter_bits.bit_length() - 1 if filter_bits else 0
+        if filter_generation is None:  # about 1 % false positives per full generation
+            filter_generation = max(1, int(filter_bits * GENERATION_LOAD)) if filter_bits else 0
+        if filter_generation < 0:
+            raise ValueError(f"filter_generation must be >= 0, got {filter_generation}")
+        self.filter_generation = filter_generation
         self.clock, self.wall = clock, wall
         self.t0 = clock()
         self.workers: dict[str, _Worker] = {}
@@ -147,14 +165,18 @@ class AttributionStore:
                 w.count("gaps")
                 w.count("missing_batches", batch.seq - w.next_seq)
                 w.last_gap_at, w.last_gap_batch = now, w.batch + 1
+                w.complete = False
                 result = ApplyResult.GAP
             if w.batch >= MAX_BATCH:  # ~4e9 batches in one epoch: start the numbering again, conservatively
                 self._restart_history(w, now)
             w.batch += 1
             w.evidence.apply(w.batch, kinds, offsets, digests)
+            if any(e.type is EventType.CLEARED for e in batch.events):
+                w.complete = True  # nothing is resident but what this batch stored after the clear
             w.batch_ts[w.batch] = batch.ts
             w.batch_buckets.append((self.bucket_of(now), w.batch))
             w.next_seq = batch.seq + 1
+            w.disconnected = False
             w.lag_s = max(0.0, self.wall() - batch.ts)
             w.count("batches")
             for event in batch.events:
@@ -162,15 +184,26 @@ class AttributionStore:
                 w.count(f"{event.type.value}_blocks", len(event.block_hashes))
             return result
 
+    def mark_disconnected(self, worker: str) -> None:
+        """The worker's event source lost its connection: events may be missing until its next
+        batch arrives, so its lookups answer unknown until then."""
+        with self.lock:
+            w = self.workers.get(worker)
+            if w is not None:
+                w.disconnected = True
+                w.count("disconnects")
+
     def _new_epoch(self, worker: str, w: _Worker | None, batch: EventBatch, now: float) -> _Worker:
         if w is None:
-            w = _Worker(EvidenceSet(self.buckets + 1, self.filter_log2), batch.epoch, now, batch.seq)
+            evidence = EvidenceSet(self.buckets + 1, self.filter_log2, self.filter_generation)
+            w = _Worker(evidence, batch.epoch, now, batch.seq, complete=batch.seq == 0)
             self.workers[worker] = w
         else:
             w.past_epochs.append(w.epoch)
             w.epoch = batch.epoch
             w.next_seq = batch.seq
             self._restart_history(w, now)
+            w.complete = batch.seq == 0  # joined at the epoch's first batch: nothing was missed
             w.last_gap_at, w.last_gap_batch = None, 0
             w.count("restarts")
         return w
@@ -178,6 +211,7 @@ class AttributionStore:
     def _restart_history(self, w: _Worker, now: float) -> None:
         """What the worker knew becomes aged evidence; its history starts now."""
         w.evidence.forget()
+        w.complete = False  # what was resident is forgotten
         w.batch = 0
         w.batch_ts.clear()
         w.batch_buckets.clear()
@@ -219,6 +253,8 @@ class AttributionStore:
             return [a for a in answers if a is not None]
 
     def _answer(self, w: _Worker, now: float, kind: int, batch: int) -> Attribution:
+        if w.disconnected:
+            return Attribution(Outcome.UNKNOWN, "the worker's event stream is disconnected: events may be missing")
         if w.lag_s > self.max_lag_s:
             return Attribution(Outcome.UNKNOWN, f"consumer lag {w.lag_s:.3f} s is above max_lag_s {self.max_lag_s:g} s")
         if kind == RESIDENT:
@@ -236,6 +272,12 @@ class AttributionStore:
             )
         if w.last_gap_at is not None and now - w.last_gap_at < self.window_s:
             return Attribution(Outcome.UNKNOWN, "a gap in the event sequence lies within the window")
+        if not w.complete:
+            return Attribution(
+                Outcome.UNKNOWN,
+                "the worker's resident blocks are not all known (its events before the first one seen, or in a gap, "
+                "were missed): the block may be resident",
+            )
         if kind == AGED:
             return Attribution(Outcome.UNKNOWN, "the block may have been evicted before the retained window")
         return Attribution(Outcome.NO_RECENT_MATCH, "absent, and the event history of the window is complete")
@@ -249,7 +291,7 @@ class AttributionStore:
             out: dict[str, dict[str, Any]] = {}
             for name, w in sorted(self.workers.items()):
                 self._advance(w, now)
-                s = w.evidence.stats()
+                s = w.evidence.stats(settle=False)  # no table scan on the serving thread
                 out[name] = {
                     "epoch": w.epoch,
                     "next_seq": w.next_seq,
@@ -257,12 +299,15 @@ class AttributionStore:
                     "last_gap_age_s": None if w.last_gap_at is None else now - w.last_gap_at,
                     "lag_s": w.lag_s,
                     "resident": s.resident,
-                    "evicted_retained": s.evidence,
+                    "evicted_retained": s.evidence,  # including expired entries not swept out yet
                     "expired": s.expired,
                     "memory_bytes": s.resident_bytes + s.evidence_bytes + s.filter_bytes,
                     "evidence_bytes": s.evidence_bytes,
                     "bytes_per_retained_entry": s.evidence_bytes / s.evidence if s.evidence else None,
                     "aged_filter_bits": s.filter_bits,
+                    "aged_filter_rotations": s.rotations,
+                    "resident_set_complete": w.complete,
+                    "disconnected": w.disconnected,
                     "aged_filter_false_positive_rate": s.filter_false_positive_rate,
                     "counts": dict(sorted(w.counts.items())),
                 }

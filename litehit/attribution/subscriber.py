@@ -91,10 +91,12 @@ class KVEventSubscriber:
         media: Iterable[str | None] | None = DEFAULT_MEDIA,
         context: zmq.Context[zmq.Socket[bytes]] | None = None,
         replay_timeout_s: float = 1.0,
+        on_disconnect: Callable[[str], None] | None = None,
     ) -> None:
         if replay_timeout_s <= 0:
             raise ValueError(f"replay_timeout_s must be > 0 (got {replay_timeout_s!r})")
         self.worker = worker
+        self.on_disconnect = on_disconnect  # told (with the worker) when the connection to the engine drops
         self.endpoint = endpoint
         self.replay_endpoint = replay_endpoint
         self.topic = topic
@@ -210,6 +212,13 @@ class KVEventSubscriber:
             with self._lock:
                 self._counts["disconnects"] += 1
                 self._peer_lost = True
+            if self.on_disconnect is not None:
+                try:
+                    self.on_disconnect(self.worker)
+                except Exception:
+                    logger.exception("KV events of worker %r: on_disconnect failed", self.worker)
+                    with self._lock:
+                        self._counts["errors"] += 1
 
     def _on_message(self, frames: list[bytes]) -> None:
         if len(frames) != 3 or len(frames[1]) != 8:
