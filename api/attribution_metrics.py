@@ -75,7 +75,26 @@ class AttributionCollector(Collector):
         lag = GaugeMetricFamily(
             "litehit_attribution_lag_seconds", "Consumer lag of the latest batch", labels=["worker"]
         )
+        unowned = CounterMetricFamily(
+            "litehit_attribution_unowned_lookups",
+            "Lookups answered unknown because no evidence can exist here: a worker with no events, or one of "
+            "another shard",
+            labels=["why"],
+        )
+        subscriber = CounterMetricFamily(
+            "litehit_attribution_subscriber_events",
+            "What the ZMQ KV-event subscriber of a worker counted (batches, decode errors, gaps, disconnects, ...)",
+            labels=["worker", "counter"],
+        )
+        if owner is not None and owner.lease.held:
+            unowned.add_metric(["no_events"], owner.store.unknown_worker_lookups)
+            unowned.add_metric(["other_shard"], owner.other_shard_lookups)
         for worker, s in workers.items():
+            for name, value in sorted(s.get("subscriber", {}).items()):
+                if name != "last_seq":
+                    subscriber.add_metric([worker, name], value)
+            if s["epoch"] is None:  # subscribed, nothing received yet
+                continue
             counts = s["counts"]
             for outcome in _OUTCOMES:
                 lookups.add_metric([worker, outcome], counts.get(f"lookups_{outcome}", 0))
@@ -90,4 +109,4 @@ class AttributionCollector(Collector):
             if s["bytes_per_retained_entry"] is not None:
                 per_entry.add_metric([worker], s["bytes_per_retained_entry"])
             lag.add_metric([worker], s["lag_s"])
-        yield from (lookups, blocks, batches, gaps, restarts, memory, retained, per_entry, lag)
+        yield from (lookups, blocks, batches, gaps, restarts, memory, retained, per_entry, lag, unowned, subscriber)

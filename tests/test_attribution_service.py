@@ -108,6 +108,10 @@ def test_gaps_duplicates_restarts_and_lag(owner: TestClient, clocks: Clocks) -> 
     assert outcome(owner, "w", 1)[0] == "unknown"  # stored before the gap: it may be gone
     assert outcome(owner, "w", 5) == ("evicted", clocks.wall)  # removed after the gap
     assert events(owner, "w", 3, clocks.wall, ("stored", [6])) == "duplicate"
+    (w,) = owner.get("/v1/attribution/workers").json()["items"]
+    assert [(c["first_seq"], c["last_seq"]) for c in w["coverage"]] == [(0, 1), (5, 5)]  # seqs 2-4 missing
+    assert w["coverage"][0]["since_s_ago"] == WINDOW_S + BUCKET_S and w["coverage"][1]["until_s_ago"] == 0
+    assert w["resident_set_complete"] is False
     assert outcome(owner, "w", 6)[0] == "unknown"
     assert events(owner, "w", 0, clocks.wall, ("stored", [8]), epoch="e2") == "new_epoch"
     assert outcome(owner, "w", 5)[0] == "unknown"  # evidence never crosses a restart
@@ -169,6 +173,7 @@ def test_metrics_count_what_the_routes_answered(owner: TestClient, clocks: Clock
     events(owner, "w-1", 0, clocks.wall, ("stored", [1, 2]), ("removed", [1]))
     for h in (1, 1, 2, 3):
         outcome(owner, "w-1", h)
+    outcome(owner, "nobody", 1)
     text = owner.get("/metrics").text
     samples = {
         (s.name, tuple(sorted(s.labels.items()))): s.value
@@ -180,10 +185,14 @@ def test_metrics_count_what_the_routes_answered(owner: TestClient, clocks: Clock
     assert samples[("litehit_attribution_lookups_total", (("outcome", "unknown"), ("worker", "w-1")))] == 1
     assert samples[("litehit_attribution_event_blocks_total", (("type", "stored"), ("worker", "w-1")))] == 2
     assert samples[("litehit_attribution_retained_evictions", (("worker", "w-1"),))] == 1
-    assert samples[("litehit_attribution_lookup_seconds_count", ())] == 4
+    assert samples[("litehit_attribution_lookup_seconds_count", ())] == 5
+    assert samples[("litehit_attribution_unowned_lookups_total", (("why", "no_events"),))] == 1
+    assert samples[("litehit_attribution_unowned_lookups_total", (("why", "other_shard"),))] == 0
     assert samples[("litehit_attribution_apply_seconds_count", ())] == 1
     per_entry = samples[("litehit_attribution_retained_entry_bytes", (("worker", "w-1"),))]
-    assert per_entry == samples[("litehit_attribution_memory_bytes", (("worker", "w-1"),))] - 0 or per_entry > 0
+    (view,) = owner.get("/v1/attribution/workers").json()["items"]
+    assert per_entry == view["bytes_per_retained_entry"] == view["evidence_bytes"] / view["evicted_retained"]
+    assert samples[("litehit_attribution_memory_bytes", (("worker", "w-1"),))] == view["memory_bytes"]
 
 
 def test_a_second_owner_of_the_same_shard_is_refused(settings: Settings) -> None:
@@ -293,6 +302,8 @@ def test_the_owner_subscribes_to_a_zmq_publisher(settings: Settings) -> None:
 
     try:
         with TestClient(create_attribution_app(s)) as owner:
+            (listed,) = owner.get("/v1/attribution/workers").json()["items"]  # subscribed, nothing received
+            assert listed["worker"] == "vllm-0" and listed["epoch"] is None and listed["subscriber"]["batches"] == 0
             seq = 0
             deadline = time.monotonic() + 20
             while outcome(owner, "vllm-0", 5)[0] != "resident":  # PUB/SUB joins late: publish until heard
@@ -314,6 +325,9 @@ def test_the_owner_subscribes_to_a_zmq_publisher(settings: Settings) -> None:
             assert outcome(owner, "vllm-0", 99)[0] == "unknown"
             (worker,) = owner.get("/v1/attribution/workers").json()["items"]
             assert worker["counts"]["gaps"] == 1 and worker["subscriber"]["gaps"] == 1
+            families = {f.name: f for f in text_string_to_metric_families(owner.get("/metrics").text)}
+            counted = {s.labels["counter"]: s.value for s in families["litehit_attribution_subscriber_events"].samples}
+            assert counted["gaps"] == 1 and counted["batches"] == worker["subscriber"]["batches"] >= 4
             pub.close(linger=0)  # the engine goes away: what it did since is unknown
             wait_for(lambda: outcome(owner, "vllm-0", 8)[0] == "unknown", 10, "the disconnect")
             r = owner.post("/v1/attribution/lookups", json={"worker": "vllm-0", "block_hash": 8}).json()

@@ -68,6 +68,7 @@ class AttributionOwner:
             wall=wall,
         )
         self.subscribers: list[Any] = []
+        self.other_shard_lookups = 0  # lookups of workers another shard owns (answered unknown)
 
     # The lease and the subscribers
 
@@ -144,13 +145,15 @@ class AttributionOwner:
             Attribution(Outcome.UNKNOWN, f"worker {w!r} belongs to attribution shard {shard_of(w, self.shards)}")
             for w, _ in pending
         ]
+        self.other_shard_lookups += len(pending) - len(mine)
         for (i, _), answer in zip(mine, self.store.lookup_many(item for _, item in mine), strict=True):
             answers[i] = answer
         return answers
 
     def workers(self) -> dict[str, dict[str, Any]]:
+        """Per worker: the store's view, and its subscriber's counters; a subscribed worker that has
+        sent nothing yet is listed too (``epoch`` None), so a wrong endpoint shows."""
         stats = self.store.stats()
         for sub in self.subscribers:
-            if sub.worker in stats:
-                stats[sub.worker]["subscriber"] = sub.stats()
-        return stats
+            stats.setdefault(sub.worker, {"epoch": None, "counts": {}})["subscriber"] = sub.stats()
+        return dict(sorted(stats.items()))

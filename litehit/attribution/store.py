@@ -51,6 +51,7 @@ __all__ = ["ApplyResult", "Attribution", "AttributionStore", "Outcome"]
 
 _KIND = {EventType.STORED: 0, EventType.REMOVED: 1, EventType.CLEARED: 2}
 _PAST_EPOCHS = 64  # earlier epochs of a worker remembered to recognise their late batches
+_COVERAGE_INTERVALS = 32  # intervals of applied seqs kept per worker (for /v1/attribution/workers)
 GENERATION_LOAD = 0.0809
 """Digests per bit of an aged-filter generation: with three probes, a full generation answers
 about 1 % of never-seen digests positive ((1 - exp(-3 * 0.0809)) ** 3 = 0.0100)."""
@@ -96,6 +97,9 @@ class _Worker:
     lag_s: float = 0.0
     complete: bool = False  # every event since the epoch began (or since a clear) was applied
     disconnected: bool = False  # its event source lost the connection; cleared by the next batch
+    coverage: deque[list[float]] = field(default_factory=lambda: deque(maxlen=_COVERAGE_INTERVALS))
+    """The seqs applied in this epoch as intervals [first_seq, last_seq, since, until] (monotonic
+    times of their first and last batch): a gap starts a new interval; the latest ones are kept."""
     counts: dict[str, int] = field(default_factory=dict)
 
     def count(self, name: str, n: int = 1) -> None:
@@ -133,6 +137,7 @@ class AttributionStore:
         self.clock, self.wall = clock, wall
         self.t0 = clock()
         self.workers: dict[str, _Worker] = {}
+        self.unknown_worker_lookups = 0  # lookups of workers with no events (answered unknown)
         self.lock = threading.Lock()
 
     def bucket_of(self, t: float) -> int:
@@ -171,6 +176,10 @@ class AttributionStore:
                 self._restart_history(w, now)
             w.batch += 1
             w.evidence.apply(w.batch, kinds, offsets, digests)
+            if result is ApplyResult.APPLIED and w.coverage:
+                w.coverage[-1][1], w.coverage[-1][3] = batch.seq, now
+            else:  # the first batch of an epoch, or the first after a gap
+                w.coverage.append([batch.seq, batch.seq, now, now])
             if any(e.type is EventType.CLEARED for e in batch.events):
                 w.complete = True  # nothing is resident but what this batch stored after the clear
             w.batch_ts[w.batch] = batch.ts
@@ -200,6 +209,7 @@ class AttributionStore:
             self.workers[worker] = w
         else:
             w.past_epochs.append(w.epoch)
+            w.coverage.clear()
             w.epoch = batch.epoch
             w.next_seq = batch.seq
             self._restart_history(w, now)
@@ -244,6 +254,7 @@ class AttributionStore:
                 if w is None:
                     for i in positions:
                         answers[i] = Attribution(Outcome.UNKNOWN, f"no events from worker {worker!r}")
+                    self.unknown_worker_lookups += len(positions)
                     continue
                 self._advance(w, now)
                 kinds, batches = w.evidence.lookup(np.array([pending[i][1] for i in positions], dtype=np.int64))
@@ -296,6 +307,10 @@ class AttributionStore:
                     "epoch": w.epoch,
                     "next_seq": w.next_seq,
                     "history_s": now - w.epoch_since,
+                    "coverage": [
+                        {"first_seq": int(a), "last_seq": int(b), "since_s_ago": now - t0, "until_s_ago": now - t1}
+                        for a, b, t0, t1 in w.coverage
+                    ],
                     "last_gap_age_s": None if w.last_gap_at is None else now - w.last_gap_at,
                     "lag_s": w.lag_s,
                     "resident": s.resident,
