@@ -615,3 +615,43 @@ def test_parse_endpoints_invalid(text: str, why: str) -> None:
         parse_endpoints(text)
     assert why in str(e.value)
     assert repr(text.split(";")[-1].strip()) in str(e.value)  # the bad entry is named
+
+
+def test_catch_up_delivers_the_start_of_an_epoch_joined_late(ctx: zmq.Context[zmq.Socket[bytes]]) -> None:
+    """The engine has published seqs 0-4 before the subscriber listens; with catch_up the first
+    batch heard (seq k >= 5) makes it ask the replay socket for 0..k-1, delivered first and in
+    order in the same epoch, so the store sees the epoch from seq 0."""
+    engine = FakeEngine(ctx, "topic")
+    for seq in range(5):
+        engine.drop(seq, batch(float(seq), [stored([seq])]))
+    got = Collector()
+    sub = KVEventSubscriber(
+        "worker-a",
+        engine.endpoint,
+        got,
+        replay_endpoint=engine.replay_endpoint,
+        topic=TOPIC,
+        context=ctx,
+        catch_up=True,
+    )
+    sub.start()
+    try:
+        seq = 5
+        deadline = time.monotonic() + WAIT_S
+        while not got.batches:  # slow joiner: publish until heard
+            assert time.monotonic() < deadline, "the subscriber never received a batch"
+            engine.publish(seq, batch(float(seq), [stored([seq])]))
+            seq += 1
+            time.sleep(0.01)
+        wait_until(lambda: sub.stats()["caught_up"] > 0)
+        k = sub.stats()["caught_up"]  # the seq first heard live: 0 .. k-1 came from the replay socket
+        assert k >= 5
+        delivered = got.wait_for(lambda bs: len(bs) >= k + 1)  # more may follow: the loop may publish on
+        assert [b.seq for b in delivered[: k + 1]] == list(range(k + 1))
+        assert [b.events for b in delivered[:5]] == [(BlockEvent(EventType.STORED, (s,)),) for s in range(5)]
+        assert len({b.epoch for b in delivered}) == 1
+        assert engine.replay_requests == [0]
+        assert sub.stats()["replayed"] == k
+    finally:
+        sub.stop()
+        engine.close()

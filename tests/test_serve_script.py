@@ -94,7 +94,14 @@ def test_serve_starts_the_stack_and_ctrl_c_stops_it(tmp_path: Path, redis_server
         assert len(processes_with(marker)) >= 6  # the script, two owners, API, worker and its pool
 
         serve.send_signal(signal.SIGINT)
-        assert serve.wait(timeout=90) == 0, log.read_text()
+        try:
+            code = serve.wait(timeout=90)
+        except subprocess.TimeoutExpired:
+            left = {
+                pid: Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ") for pid in processes_with(marker)
+            }
+            pytest.fail(f"scripts/serve did not stop within 90 s; still running: {left}\n{log.read_text()}")
+        assert code == 0, log.read_text()
         wait_for(lambda: not processes_with(marker), 10, "every process of scripts/serve to exit")
         text = log.read_text()
         assert text.count("[serve] stopping ") == 4 and "[serve] stopped" in text, text

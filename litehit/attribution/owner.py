@@ -100,6 +100,7 @@ class AttributionOwner:
                 replay_endpoint=ep.replay_endpoint,
                 topic=ep.topic,
                 on_disconnect=self.store.mark_disconnected,
+                catch_up=True,
             )
             sub.start()
             self.subscribers.append(sub)

@@ -70,6 +70,7 @@ _COUNTERS = (
     "replayed",  # batches delivered from the replay socket
     "replay_requests",  # replay requests sent
     "restarts",  # a new epoch: seq went backwards, or moved on by more than 1 after a disconnect
+    "caught_up",  # batches of an epoch's start, from the replay socket, when joining it late (catch_up)
     "disconnects",  # the connection to the engine dropped
 )
 
@@ -92,11 +93,15 @@ class KVEventSubscriber:
         context: zmq.Context[zmq.Socket[bytes]] | None = None,
         replay_timeout_s: float = 1.0,
         on_disconnect: Callable[[str], None] | None = None,
+        catch_up: bool = False,
     ) -> None:
         if replay_timeout_s <= 0:
             raise ValueError(f"replay_timeout_s must be > 0 (got {replay_timeout_s!r})")
         self.worker = worker
         self.on_disconnect = on_disconnect  # told (with the worker) when the connection to the engine drops
+        # Joining an epoch after its seq 0: ask the replay socket for the batches before, so the
+        # epoch is seen from its start when the engine still buffers them.
+        self.catch_up = catch_up
         self.endpoint = endpoint
         self.replay_endpoint = replay_endpoint
         self.topic = topic
@@ -242,6 +247,8 @@ class KVEventSubscriber:
             logger.info("KV events of worker %r: seq %d follows %d (a gap)", self.worker, seq, last)
             if self.replay_endpoint is not None:
                 self._fill_gap(last + 1, seq)
+        elif last is None and seq > 0 and self.catch_up and self.replay_endpoint is not None:
+            self._catch_up(seq)
         with self._lock:
             self._last_seq = seq
         self._decode_and_deliver(seq, payload, replayed=False)
@@ -268,6 +275,19 @@ class KVEventSubscriber:
         except Exception:
             self._count("deliver_errors")
             logger.exception("KV events of worker %r: deliver() failed on seq %d", self.worker, seq)
+
+    def _catch_up(self, end: int) -> None:
+        """Joining an epoch at seq ``end``: delivers the batches before it that the replay socket
+        still has, the longest run that ends at ``end - 1`` (from seq 0 when it buffers them all)."""
+        got = self._request_replay(0, end)
+        start = end
+        while start - 1 in got:
+            start -= 1
+        for seq in range(start, end):
+            self._decode_and_deliver(seq, got[seq], replayed=True)
+        with self._lock:
+            self._counts["caught_up"] += end - start
+        logger.info("KV events of worker %r: joined at seq %d, caught up from seq %d", self.worker, end, start)
 
     def _fill_gap(self, first: int, end: int) -> None:
         """Asks the replay socket for seqs ``first`` .. ``end - 1`` and delivers what it sends."""
