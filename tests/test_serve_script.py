@@ -34,6 +34,10 @@ def processes_with(marker: str) -> list[int]:
     return found
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_serve_starts_the_stack_and_ctrl_c_stops_it(tmp_path: Path, redis_server: RedisServer, data_dir: Path) -> None:
     home = tmp_path / "home"
     api_port, online_port, attribution_port = free_port(), free_port(), free_port()
@@ -50,7 +54,16 @@ def test_serve_starts_the_stack_and_ctrl_c_stops_it(tmp_path: Path, redis_server
     marker = f"LITEHIT_HOME={home}"
     log = tmp_path / "serve.log"
     with log.open("wb") as sink:
-        serve = subprocess.Popen([str(ROOT / "scripts" / "serve")], cwd=tmp_path, env=env, stdout=sink, stderr=sink)
+        serve = subprocess.Popen(
+            [str(ROOT / "scripts" / "serve")],
+            cwd=tmp_path,
+            env=env,
+            stdout=sink,
+            stderr=sink,
+            # A terminal's Ctrl-C reaches a foreground script; but a test run started in the
+            # background inherits SIGINT ignored, and a shell cannot trap a signal ignored at entry.
+            preexec_fn=_default_sigint,
+        )
     try:
         base = f"http://127.0.0.1:{api_port}"
 
