@@ -72,6 +72,9 @@ class Settings(BaseSettings):
         ge=0,
         description="bits of each of the two generations of a worker's aged-evidence Bloom filter (0: none)",
     )
+    attribution_forget_after_s: float = Field(
+        default=86400.0, ge=0, description="a worker without events this long is forgotten (0: never)"
+    )
     attribution_zmq: str = Field(
         default="", description="vLLM/SGLang KV-event endpoints to subscribe to, per worker (see README)"
     )

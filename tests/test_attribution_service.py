@@ -335,3 +335,15 @@ def test_the_owner_subscribes_to_a_zmq_publisher(settings: Settings) -> None:
     finally:
         pub.close(linger=0)
         ctx.term()
+
+
+def test_the_owner_forgets_idle_workers_in_its_housekeeping(settings: Settings, clocks: Clocks) -> None:
+    s = settings.model_copy(update={"attribution_forget_after_s": 30.0})
+    make = partial(AttributionOwner, monotonic=lambda: clocks.mono, wall=lambda: clocks.wall)
+    with TestClient(create_attribution_app(s, make_owner=make)) as owner:
+        events(owner, "gone", 0, clocks.wall, ("stored", [1]))
+        clocks.advance(31)
+        events(owner, "here", 0, clocks.wall, ("stored", [1]))
+        owner.app.state.owner.housekeep()  # type: ignore[attr-defined]
+        assert [w["worker"] for w in owner.get("/v1/attribution/workers").json()["items"]] == ["here"]
+        assert outcome(owner, "gone", 1) == ("unknown", None)

@@ -520,3 +520,23 @@ def test_the_aged_filter_rotates_instead_of_saturating() -> None:
     }
     stats = store.stats()["w"]
     assert stats["aged_filter_rotations"] == 2
+
+
+def test_an_idle_worker_is_forgotten() -> None:
+    """forget_idle drops the workers whose latest batch (of any kind) is older than the limit; their
+    lookups answer unknown (no events) again, the others keep their evidence."""
+    clock, wall = FakeClock(T0), FakeClock(WALL0)
+    store = AttributionStore(
+        window_s=WINDOW_S, bucket_s=BUCKET_S, max_lag_s=1e9, filter_bits=BIG_FILTER, clock=clock, wall=wall
+    )
+    store.apply("quiet", EventBatch("e", 0, WALL0, (removed(1),)))
+    store.apply("busy", EventBatch("e", 0, WALL0, (removed(1),)))
+    clock.t += 100
+    assert store.apply("busy", EventBatch("e", 0, WALL0, ())) == "duplicate"  # still a sign of life
+    assert store.forget_idle(100) == []  # exactly 100 s idle: kept
+    clock.t += 0.5
+    assert store.forget_idle(100) == ["quiet"]
+    assert store.lookup("quiet", 1).outcome.value == "unknown"
+    assert "no events" in store.lookup("quiet", 1).reason
+    assert "no events" not in store.lookup("busy", 1).reason  # kept (its old removal has aged by now)
+    assert sorted(store.stats()) == ["busy"]

@@ -107,7 +107,12 @@ class AttributionOwner:
             log.info("subscribed to the KV events of worker %s at %s", ep.worker, ep.endpoint)
 
     def housekeep(self) -> None:
-        """Nothing beyond the lease: evidence lives in memory and expires on lookup and apply."""
+        """On the serving thread now and then: forgets workers idle for LITEHIT_ATTRIBUTION_FORGET_AFTER_S
+        (evidence itself expires on lookup and apply)."""
+        idle_s = self.settings.attribution_forget_after_s
+        if idle_s > 0:
+            for worker in self.store.forget_idle(idle_s):
+                log.info("forgot worker %s: no events for %.0f s", worker, idle_s)
 
     def deliver(self, worker: str, batch: EventBatch) -> None:
         """A subscriber's batch (called on its thread; the store has its own lock)."""

@@ -97,6 +97,7 @@ class _Worker:
     lag_s: float = 0.0
     complete: bool = False  # every event since the epoch began (or since a clear) was applied
     disconnected: bool = False  # its event source lost the connection; cleared by the next batch
+    last_batch_at: float = 0.0  # monotonic time of its latest batch (of any kind)
     coverage: deque[list[float]] = field(default_factory=lambda: deque(maxlen=_COVERAGE_INTERVALS))
     """The seqs applied in this epoch as intervals [first_seq, last_seq, since, until] (monotonic
     times of their first and last batch): a gap starts a new interval; the latest ones are kept."""
@@ -155,6 +156,8 @@ class AttributionStore:
         with self.lock:
             now = self.clock()
             w = self.workers.get(worker)
+            if w is not None:
+                w.last_batch_at = now
             result = ApplyResult.APPLIED
             if w is None or batch.epoch != w.epoch:
                 if w is not None and batch.epoch in w.past_epochs:
@@ -193,6 +196,17 @@ class AttributionStore:
                 w.count(f"{event.type.value}_blocks", len(event.block_hashes))
             return result
 
+    def forget_idle(self, idle_s: float) -> list[str]:
+        """Forgets the workers whose latest batch is more than ``idle_s`` old (a replica that went
+        away): their evidence and memory go, and their lookups answer unknown (no events) again.
+        Returns their names."""
+        with self.lock:
+            now = self.clock()
+            gone = sorted(name for name, w in self.workers.items() if now - w.last_batch_at > idle_s)
+            for name in gone:
+                self.workers.pop(name).evidence.close()
+            return gone
+
     def mark_disconnected(self, worker: str) -> None:
         """The worker's event source lost its connection: events may be missing until its next
         batch arrives, so its lookups answer unknown until then."""
@@ -205,7 +219,7 @@ class AttributionStore:
     def _new_epoch(self, worker: str, w: _Worker | None, batch: EventBatch, now: float) -> _Worker:
         if w is None:
             evidence = EvidenceSet(self.buckets + 1, self.filter_log2, self.filter_generation)
-            w = _Worker(evidence, batch.epoch, now, batch.seq, complete=batch.seq == 0)
+            w = _Worker(evidence, batch.epoch, now, batch.seq, complete=batch.seq == 0, last_batch_at=now)
             self.workers[worker] = w
         else:
             w.past_epochs.append(w.epoch)
