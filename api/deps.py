@@ -20,9 +20,9 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from api.errors import ApiError
 from litehit.db.session import get_engine
+from litehit.jobs.submit import Enqueue
 from litehit.settings import Settings
 from litehit.storage import Storage
-from worker.jobs.submit import Enqueue
 
 
 async def get_app_settings(request: Request) -> Settings:

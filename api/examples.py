@@ -10,7 +10,10 @@ from typing import Any
 
 from fastapi.openapi.models import Example
 
+from litehit.jobs.kinds import Kind
+
 __all__ = [
+    "EXAMPLES",
     "FACTS_FILE",
     "ONLINE_GROUP_EXAMPLES",
     "ONLINE_INSTANCE",
@@ -119,6 +122,14 @@ PROFILE_EXAMPLES = examples(
     config=("A workload profile of two lanes, one with a 60 s TTL", _TWO_GROUPS),
     shorthand=("The shorthand: one lane per block size", {"trace_file_path": TRACE_FILE, "block_sizes": [512, 1024]}),
 )
+EXAMPLES: dict[Kind, Examples] = {
+    Kind.REPLAY: REPLAY_EXAMPLES,
+    Kind.QUERY: QUERY_EXAMPLES,
+    Kind.POLICY_SWEEP: SWEEP_EXAMPLES,
+    Kind.WINDOW: WINDOW_EXAMPLES,
+    Kind.PROFILE: PROFILE_EXAMPLES,
+}
+"""The request bodies of every job kind's POST (a kind without an entry shows its schema only)."""
 ONLINE_GROUP_EXAMPLES = examples(
     ttl=(
         "Three capacity slots, a 300 s TTL, the infinite cache reported too",

@@ -24,7 +24,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from litehit.db.models import Job
 from litehit.db.session import get_engine
 from litehit.db.states import TERMINAL, JobState
-from worker.jobs.submit import FIRST_TASK
+from litehit.jobs.kinds import Kind
 
 __all__ = ["DURATION_BUCKETS", "JobCollector"]
 
@@ -60,7 +60,7 @@ class JobCollector:
         up.add_metric([], 1)
         yield up
         jobs = GaugeMetricFamily("litehit_jobs", "Job rows in SQL by kind and state", labels=["kind", "state"])
-        for kind in sorted(set(FIRST_TASK) | {k for k, _ in counts}):
+        for kind in sorted({k.value for k in Kind} | {k for k, _ in counts}):
             for state in JobState:
                 jobs.add_metric([kind, state.value], counts.get((kind, state.value), 0))
         yield jobs

@@ -1,7 +1,8 @@
 """The LiteHit HTTP API: ``uvicorn api.main:app`` (OpenAPI docs at /docs and /redoc, offline).
 
-Layers point one way: api -> worker (job functions, models, settings) -> core_c. The API never
-runs a replay itself; it commits job rows and enqueues tasks by name.
+Layers point one way: api -> worker (the Celery app, to send tasks by name) -> litehit (job
+kinds, submission, recovery, models, settings) -> core_c. The API never runs a job itself and
+loads no C engine, numpy or matplotlib: it commits job rows and enqueues tasks by name.
 """
 
 from __future__ import annotations
@@ -23,23 +24,12 @@ from api.docs import install_docs
 from api.errors import install_error_handlers
 from api.job_metrics import JobCollector
 from api.metrics import AppMetrics, RequestMetrics, metrics_router
-from api.routes import (
-    attribution,
-    health,
-    online,
-    policy_sweeps,
-    profiles,
-    queries,
-    replays,
-    reports,
-    traces,
-    windows,
-)
+from api.routes import attribution, health, jobs, online, traces
 from litehit.db.session import session_scope
+from litehit.jobs.recovery import sweep
 from litehit.settings import Settings, get_settings
 from litehit.storage import Storage
 from worker.celery_app import make_sender
-from worker.recovery import sweep
 
 __all__ = ["create_app"]  # and ``app``, built on first access (see __getattr__)
 
@@ -47,7 +37,7 @@ log = logging.getLogger("litehit.api")
 
 
 async def _sweeper(settings: Settings, enqueue: Callable[..., None]) -> None:
-    """Hands lost work out again (see worker.recovery), every sweep_interval_s."""
+    """Hands lost work out again (see litehit.jobs.recovery), every sweep_interval_s."""
 
     def once() -> list[str]:
         with session_scope(settings.db_url) as session:
@@ -104,7 +94,10 @@ def create_app(settings: Settings | None = None, *, enqueue: Callable[..., None]
     app.state.metrics = metrics = AppMetrics([JobCollector(settings.db_url)])
     app.add_middleware(RequestMetrics, metrics=metrics)  # outermost: 413s counted too
     v1 = APIRouter(prefix="/v1", dependencies=[Depends(require_token)])
-    for module in (traces, replays, queries, reports, policy_sweeps, windows, profiles, online, attribution):
+    v1.include_router(traces.router)
+    for router in jobs.routers():  # one resource per job kind (litehit.jobs.registry)
+        v1.include_router(router)
+    for module in (online, attribution):
         v1.include_router(module.router)
     app.include_router(v1)
     app.include_router(health.router)

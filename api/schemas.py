@@ -1,18 +1,20 @@
 """Request and response bodies of the HTTP API (pydantic). Replay requests reuse the replay
-spec of the worker (the original offline config) so the service accepts existing configs."""
+spec of the domain (the original offline config) so the service accepts existing configs. The
+bodies and answers of each job kind come from the kind's declaration (litehit.jobs): the request
+of a kind over a trace is ReplayCreate plus its options, its answer ``public_model(kind)``."""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Annotated, Any, Generic, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from litehit.db.states import JobState, LaneState, Stage
-from litehit.kv_models import assumed_kv_note
-from litehit.policies.options import SweepOptions
+from litehit.jobs.base import JobKind, TraceKind
+from litehit.jobs.kinds import Kind
+from litehit.jobs.query import QueryKind
+from litehit.jobs.views import public_model
 from litehit.spec import ReplaySpec, Text
-from litehit.window.options import WindowOptions
 
 T = TypeVar("T")
 
@@ -91,251 +93,30 @@ class ReplayCreate(ReplaySpec):
     prefix_hash: bool | None = Field(default=None, description="shorthand: chain block hashes into prefix keys")
 
 
-class LanePublic(BaseModel):
-    model_config = ConfigDict(from_attributes=True)
-
-    lane: int = Field(description="position of the lane in the config's instances, from 0")
-    instance_id: str = Field(description="the lane's instance_id")
-    state: LaneState = Field(
-        description="queued -> running -> succeeded | failed (running again when its worker was lost)"
+def create_model_of(kind: JobKind[Any]) -> type[BaseModel]:
+    """The request body of a kind: a query's own model; for a kind over a trace, ReplayCreate plus
+    its options under its options field (made from the kind's declaration)."""
+    if isinstance(kind, QueryKind):
+        return kind.create_model
+    assert isinstance(kind, TraceKind)
+    name = {Kind.REPLAY: "ReplayCreate"}.get(kind.kind, f"{kind.public_name.removesuffix('Public')}Create")
+    if kind.options_field is None:
+        if kind.kind == Kind.REPLAY:
+            return ReplayCreate
+        doc = (
+            "A replay config (as for /v1/replays: the trace by ``trace_id`` or ``trace_file_path`` in the storage "
+            "root)" + ("; lanes with a TTL are rejected." if not kind.ttl_lanes else ".")
+        )
+        model: type[BaseModel] = create_model(name, __base__=ReplayCreate, __doc__=doc)
+        return model
+    doc = (
+        "A replay config (as for /v1/replays: the trace by ``trace_id`` or ``trace_file_path`` in the storage root"
+        + ("; lanes with a TTL are rejected" if not kind.ttl_lanes else "")
+        + f") and what the {kind.what} asks for under ``{kind.options_field}``."
     )
-    requests: int = Field(description="requests of the lane replayed so far")
-    requests_total: int = Field(description="requests of the lane in the trace")
-    blocks: int = Field(description="blocks of the lane replayed so far")
-    blocks_total: int = Field(description="blocks of the lane in the trace")
-    unique_blocks: int | None = Field(description="distinct block keys the lane saw (once succeeded)")
-    memory_bytes: int | None = Field(description="memory the lane's engine used (once succeeded)")
-    expired_blocks: int | None = Field(description="blocks dropped by the group's TTL (once succeeded)")
-    attempts: int = Field(description="times a worker took this part (more than 1 after a lost worker)")
-    worker: str | None = Field(description="host:pid of the worker of the last attempt")
-    error: str | None = Field(description="why it failed, once failed")
-    started_at: datetime | None = Field(description="when the last attempt started (UTC)")
-    finished_at: datetime | None = Field(description="when it ended (UTC)")
+    fields: dict[str, Any] = {kind.options_field: (kind.options_model, Field(description=kind.options_description))}
+    model = create_model(name, __base__=ReplayCreate, __doc__=doc, **fields)
+    return model
 
 
-class JobPublic(BaseModel):
-    id: str = Field(description="the job's id (the {job_id} of its URLs)")
-    kind: Literal["replay", "query", "policy_sweep", "window", "profile"] = Field(
-        description="replay, query, policy_sweep, window or profile"
-    )
-    state: JobState = Field(description="queued -> running -> succeeded | failed | cancelled")
-    stage: Stage = Field(
-        description="the step the job is at: parse, lanes, simulate, size, profile, merge or query; done once it ended"
-    )
-    source: str = Field(description="who submitted it: api or cli")
-    created_at: datetime = Field(description="when it was submitted (UTC)")
-    started_at: datetime | None = Field(description="when a worker first took it (UTC)")
-    finished_at: datetime | None = Field(description="when it ended (UTC)")
-    error: str | None = Field(description="why it failed or was cancelled")
-    attempts: int = Field(description="times a worker took the current stage (more than 1 after a lost worker)")
-    cancel_requested: bool = Field(description="a cancel was asked (DELETE); running parts stop at their next check")
-    progress: dict[str, Any] = Field(description="counters of the work done so far")
-    stats: dict[str, Any] = Field(description="what the finished stages measured (rows, requests, blocks, ...)")
-    spec: dict[str, Any] = Field(
-        description="the request as validated and stored (the trace resolved inside the storage root)"
-    )
-
-    @computed_field(  # type: ignore[prop-decorator]
-        description="one line when the job's replay assumed the default KV bytes (2 KiB per token: a shorthand "
-        "without model, kv_bytes_per_token or block_bytes), else null"
-    )
-    @property
-    def note(self) -> str | None:
-        return assumed_kv_note(self.spec)
-
-
-class ReplayPublic(JobPublic):
-    trace_id: str | None = Field(
-        description="the uploaded trace it runs on (null: a trace_file_path in the storage root)"
-    )
-    lanes: list[LanePublic] = Field(description="one row per lane: progress and outcome")
-    facts: dict[str, str] | None = Field(description="path (relative to storage) and URL of the published facts")
-
-
-class PolicySweepCreate(ReplayCreate):
-    """A replay config (as for /v1/replays: the trace by ``trace_id`` or ``trace_file_path`` in the
-    storage root; lanes with a TTL are rejected) and what to simulate under ``sweep``."""
-
-    sweep: SweepOptions = Field(description="the policies and capacities to simulate")
-
-
-class SweepRunPublic(BaseModel):
-    """One simulation: a lane under one policy at one capacity; results once succeeded."""
-
-    run: int = Field(description="index of the simulation in the job")
-    lane: int = Field(description="position of the lane in the config's instances, from 0")
-    instance_id: str = Field(description="the lane's instance_id")
-    policy: str = Field(description="lru, fifo, lfu, gdfs or wa")
-    slot: int = Field(description="index in sweep.capacity_gb")
-    capacity_gb: float = Field(description="the capacity in binary GiB")
-    capacity_blocks: int = Field(description="the capacity in the lane's blocks")
-    state: LaneState = Field(
-        description="queued -> running -> succeeded | failed (running again when its worker was lost)"
-    )
-    requests: int = Field(description="requests simulated")
-    hit_blocks: int = Field(description="blocks found in the cache")
-    hit_tokens: int = Field(description="tokens of the hit blocks")
-    input_tokens: int = Field(description="input tokens of the requests")
-    hit_ratio: float | None = Field(description="hit_tokens / input_tokens (null before it succeeded)")
-    evictions: int = Field(description="blocks evicted")
-    details: dict[str, Any] = Field(description="wa: what WA learnt; lru_check: the --verify-lru tally")
-    attempts: int = Field(description="times a worker took this part (more than 1 after a lost worker)")
-    worker: str | None = Field(description="host:pid of the worker of the last attempt")
-    error: str | None = Field(description="why it failed, once failed")
-    started_at: datetime | None = Field(description="when the last attempt started (UTC)")
-    finished_at: datetime | None = Field(description="when it ended (UTC)")
-
-
-class PolicySweepPublic(JobPublic):
-    trace_id: str | None = Field(
-        description="the uploaded trace it runs on (null: a trace_file_path in the storage root)"
-    )
-    runs: list[SweepRunPublic] = Field(description="one row per simulation (lane x policy x capacity)")
-    links: dict[str, str] = Field(description="URLs of its result files, once succeeded")
-
-
-class WindowCreate(ReplayCreate):
-    """A replay config (as for /v1/replays: the trace by ``trace_id`` or ``trace_file_path`` in the
-    storage root; lanes with a TTL are rejected) and the sizing under ``window``."""
-
-    window: WindowOptions = Field(description="the capacity, policy and coverage of the sizing")
-
-
-class WindowLanePublic(BaseModel):
-    """One lane simulated at the sizing's capacity; its summary once succeeded (the whole lane
-    is in window.json)."""
-
-    lane: int = Field(description="position of the lane in the config's instances, from 0")
-    instance_id: str = Field(description="the lane's instance_id")
-    capacity_blocks: int = Field(description="the sizing's capacity in the lane's blocks")
-    state: LaneState = Field(
-        description="queued -> running -> succeeded | failed (running again when its worker was lost)"
-    )
-    requests: int = Field(description="requests simulated")
-    evictions: int = Field(description="blocks evicted")
-    evicted: int = Field(description="misses whose first uncached block was evicted earlier")
-    no_match: int = Field(description="misses whose first uncached block was never evicted at this lane")
-    delay_count: int = Field(description="evicted misses with a measured delay (eviction to the miss)")
-    delay_p50: float | None = Field(description="median delay from eviction to the miss, seconds")
-    delay_p90: float | None = Field(description="90th percentile of that delay, seconds")
-    delay_p99: float | None = Field(description="99th percentile of that delay, seconds")
-    delay_p999: float | None = Field(description="99.9th percentile of that delay, seconds")
-    delay_max: float | None = Field(description="longest such delay, seconds")
-    window_s: float | None = Field(description="W: the smallest window reaching the coverage target")
-    peak_evictions_per_s: int | None = Field(description="E: the most evictions in one aligned second")
-    memory_bytes: float | None = Field(description="E x W x entry_bytes / load_factor")
-    attempts: int = Field(description="times a worker took this part (more than 1 after a lost worker)")
-    worker: str | None = Field(description="host:pid of the worker of the last attempt")
-    error: str | None = Field(description="why it failed, once failed")
-    started_at: datetime | None = Field(description="when the last attempt started (UTC)")
-    finished_at: datetime | None = Field(description="when it ended (UTC)")
-
-
-class WindowPublic(JobPublic):
-    trace_id: str | None = Field(
-        description="the uploaded trace it runs on (null: a trace_file_path in the storage root)"
-    )
-    lanes: list[WindowLanePublic] = Field(description="one row per lane")
-    links: dict[str, str] = Field(description="URLs of its result files, once succeeded")
-
-
-class ProfileCreate(ReplayCreate):
-    """A replay config (as for /v1/replays: the trace by ``trace_id`` or ``trace_file_path`` in the
-    storage root); lanes with a TTL are profiled with their TTL."""
-
-
-class ProfileLanePublic(BaseModel):
-    """One lane of a profile; its whole entry is in profile.json once the job succeeded."""
-
-    lane: int = Field(description="position of the lane in the config's instances, from 0")
-    instance_id: str = Field(description="the lane's instance_id")
-    state: LaneState = Field(
-        description="queued -> running -> succeeded | failed (running again when its worker was lost)"
-    )
-    requests: int = Field(description="requests profiled")
-    attempts: int = Field(description="times a worker took this part (more than 1 after a lost worker)")
-    worker: str | None = Field(description="host:pid of the worker of the last attempt")
-    error: str | None = Field(description="why it failed, once failed")
-    started_at: datetime | None = Field(description="when the last attempt started (UTC)")
-    finished_at: datetime | None = Field(description="when it ended (UTC)")
-
-
-class ProfileRowPublic(BaseModel):
-    """The summary of one lane (category null) or one request category of it, from SQL."""
-
-    lane: int = Field(description="position of the lane in the config's instances, from 0")
-    instance_id: str = Field(description="the lane's instance_id")
-    category: str | None = Field(description="null: the lane as a whole")
-    requests: int = Field(description="requests of the lane or category")
-    input_tokens: int = Field(description="their input tokens")
-    hit_tokens: int = Field(description="their hit tokens at infinite capacity (TTL applied)")
-    ideal_hit_ratio: float = Field(description="hit tokens at infinite capacity (TTL applied) / input tokens")
-    hit_token_share: float = Field(description="share of the lane's hit tokens")
-    reuses: int = Field(description="hit blocks")
-    reuse_p50_s: float | None = Field(description="median reuse time of a block, seconds")
-    reuse_p90_s: float | None = Field(description="90th percentile of the reuse times, seconds")
-    reuse_p99_s: float | None = Field(description="99th percentile of the reuse times, seconds")
-    exp_rate_per_s: float | None = Field(description="exponential fit of the reuse times: 1 / mean")
-    ks: float | None = Field(description="Kolmogorov-Smirnov distance of the reuse times to that fit")
-    keys: int = Field(description="unique keys (in a category: first accessed by it)")
-    lifespan_p50_s: float | None = Field(description="median time from a key's first to last access, seconds")
-    never_reused_share: float = Field(description="share of keys accessed once only")
-    keys_for_90: float = Field(description="smallest fraction of keys taking 90% of the reuses")
-    requests_for_90: float = Field(description="smallest fraction of requests taking 90% of the hit tokens")
-
-
-class ProfilePublic(JobPublic):
-    trace_id: str | None = Field(
-        description="the uploaded trace it runs on (null: a trace_file_path in the storage root)"
-    )
-    lanes: list[ProfileLanePublic] = Field(description="one row per lane")
-    summary: list[ProfileRowPublic] = Field(description="one row per lane and per lane x category, once succeeded")
-    links: dict[str, str] = Field(description="URLs of its result files, once succeeded")
-
-
-class QueryCreate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    replay_id: Text | None = Field(default=None, description="the replay whose facts to query")
-    facts_path: Text | None = Field(default=None, description="or a facts file inside the storage root")
-    capacity_gb: list[float | str] = Field(
-        min_length=1,
-        description="binary GiB (negative or inf = infinite), or a string with a unit: 512MiB, 1.5TiB, "
-        "20000blocks, 1Mtokens",
-    )
-    targets: list[float] | None = Field(default=None, description="fractions of the infinite hit rate")
-
-
-class SummaryPublic(BaseModel):
-    instance_id: str | None = Field(description="the instance (null: all instances together)")
-    requests: int = Field(description="requests queried")
-    total_input_tokens: int = Field(description="their input tokens")
-    capacity_gb: list[float | None] = Field(description="GiB of each capacity (null: given in blocks or tokens)")
-    capacities: list[str] = Field(description='each capacity as recorded: "2.0" (GiB), "536870912B", "20000blocks"')
-    total_hit_blocks: list[int] = Field(description="hit blocks at each capacity")
-    total_hit_tokens: list[int] = Field(description="hit tokens at each capacity")
-    hit_rates: list[float] = Field(description="total_hit_tokens / total_input_tokens at each capacity")
-
-
-class SetupTotalPublic(SummaryPublic):
-    """The total over the lanes of one setup (same block size, block bytes and TTL)."""
-
-    block_size: int = Field(description="tokens per block of these lanes")
-    block_bytes: int = Field(description="KV bytes of one block of these lanes")
-    ttl_seconds: int = Field(description="their TTL (0: none)")
-    instances: list[str] = Field(description="the lanes summed")
-
-
-class QueryPublic(JobPublic):
-    replay_id: str | None = Field(description="the replay whose facts are queried (null: a facts_path)")
-    instances: list[SummaryPublic] = Field(description="one summary per instance")
-    total: SummaryPublic | None = Field(
-        description="all instances together, when they share one setup (block size, block bytes, TTL) or their "
-        "setups are unknown (a facts_path); null under mixed setups and until the query succeeded"
-    )
-    totals: list[SetupTotalPublic] = Field(
-        default_factory=list,
-        description="one total per setup of the replay's lanes (lanes of different setups share no meaningful "
-        "total); empty for a facts_path or until the query succeeded",
-    )
-    links: dict[str, str] = Field(description="URLs of the per-request JSONL, the curve and the plot, once succeeded")
+__all__ = ["ErrorResponse", "Page", "ReplayCreate", "TracePublic", "create_model_of", "public_model"]

@@ -14,7 +14,7 @@ from typing import BinaryIO, Self
 
 from litehit.errors import PublishError
 
-__all__ = ["AtomicPublisher", "make_output_dir", "storage_reason"]
+__all__ = ["AtomicPublisher", "make_output_dir", "publish_bytes", "storage_reason"]
 
 _STORAGE_REASONS = {
     errno.ENOSPC: "the storage is full",
@@ -111,6 +111,14 @@ class AtomicPublisher:
             with contextlib.suppress(OSError):
                 self.tmp_path.unlink()
         self._close()
+
+
+def publish_bytes(path: str | Path, data: bytes) -> Path:
+    """Writes data to path atomically (tmp, fsync, rename); returns the path."""
+    with AtomicPublisher(path) as out:
+        out.write(data)
+        out.commit()
+    return Path(path)
 
 
 def _fsync_dir(directory: Path) -> None:

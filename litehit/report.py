@@ -25,10 +25,10 @@ from typing import Any
 import numpy as np
 
 from litehit.capacity import GIB, CapacitySlot, format_bytes
-from litehit.cli.lane_summary import PLATEAU_FRACTIONS, LaneSummary, capacity_ladder
 from litehit.curve import CurvePoint, InstanceCurve, exact_curves
 from litehit.errors import ConfigError
 from litehit.kv_models import assumed_kv_note
+from litehit.lane_summary import PLATEAU_FRACTIONS, LaneSummary, capacity_ladder
 from litehit.misses import Attribution, attribute_misses
 from litehit.query import QueryResult, query_facts
 from litehit.spec import parse_replay_spec

@@ -7,7 +7,7 @@ Layout under the storage root::
     jobs/<job_id>/work/         stage files of a replay (removed when the job ends)
     jobs/<job_id>/out/          litehit_facts.csv; policies.json, policies.png; window.json, window.png;
                                 profile.json, plots/<name>.png|svg
-    jobs/<job_id>/query/        requests.jsonl, curve.json, plot.png
+    jobs/<job_id>/query/        requests.jsonl, curve.json, hit_rate.png, report.html
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ __all__ = [
     "PLOT_FILE",
     "PROFILE_PLOT_DIR",
     "PROFILE_RESULT_FILE",
+    "REPORT_FILE",
     "REQUESTS_FILE",
     "SWEEP_PLOT_FILE",
     "SWEEP_RESULT_FILE",
@@ -39,6 +40,7 @@ PART_SUFFIX = ".part"  # an upload being received; renamed to its final name onc
 REQUESTS_FILE = "requests.jsonl"  # in a query job's directory
 CURVE_FILE = "curve.json"
 PLOT_FILE = "hit_rate.png"
+REPORT_FILE = "report.html"  # the `litehit report` page of a query job
 SWEEP_RESULT_FILE = "policies.json"  # a policy sweep's result (the CLI's -o bytes)
 SWEEP_PLOT_FILE = "policies.png"
 WINDOW_RESULT_FILE = "window.json"  # a window sizing's result (the CLI's -o bytes)

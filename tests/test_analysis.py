@@ -17,10 +17,10 @@ from hypothesis import strategies as st
 import core_c
 from litehit.cli import main
 from litehit.curve import exact_curves
+from litehit.jobs.replay import run_replay
 from litehit.misses import attribute_misses
 from litehit.plots import plot_facts
 from litehit.query import CapacitySlot, parse_capacities
-from litehit.replay.runner import run_replay
 from litehit.spec import parse_replay_spec
 
 

@@ -18,8 +18,11 @@ from sqlalchemy.orm import Session
 
 from litehit.db.models import Job
 from litehit.db.session import get_engine
+from litehit.jobs.policy_sweep import KIND as SWEEP
+from litehit.jobs.query import QueryCreate
+from litehit.jobs.replay import KIND as REPLAY
+from litehit.jobs.submit import create_query_job, create_trace_job
 from litehit.storage import Storage
-from worker.jobs.submit import create_query_job, create_replay_job, create_sweep_job
 
 pytestmark = pytest.mark.service
 
@@ -87,7 +90,9 @@ def check(url: str, name: str, submit: Submit, lost_inserts: dict[str, int]) -> 
 
 def test_concurrent_replay_submissions(postgres_url: str, storage: Storage, lost_inserts: dict[str, int]) -> None:
     def submit(session: Session, key: str) -> tuple[Job, bool]:
-        return create_replay_job(session, storage, {**CONFIG, "trace_file_path": "trace.jsonl"}, idempotency_key=key)
+        return create_trace_job(
+            REPLAY, session, storage, {**CONFIG, "trace_file_path": "trace.jsonl"}, idempotency_key=key
+        )
 
     check(postgres_url, "replay", submit, lost_inserts)
 
@@ -95,18 +100,17 @@ def test_concurrent_replay_submissions(postgres_url: str, storage: Storage, lost
 def test_concurrent_sweep_submissions(postgres_url: str, storage: Storage, lost_inserts: dict[str, int]) -> None:
     def submit(session: Session, key: str) -> tuple[Job, bool]:
         config = {**CONFIG, "trace_file_path": "trace.jsonl"}
-        return create_sweep_job(session, storage, config, {"capacity_gb": [1]}, idempotency_key=key)
+        return create_trace_job(SWEEP, session, storage, config, {"capacity_gb": [1]}, idempotency_key=key)
 
     check(postgres_url, "sweep", submit, lost_inserts)
 
 
 def test_concurrent_query_submissions(postgres_url: str, storage: Storage, lost_inserts: dict[str, int]) -> None:
     with Session(get_engine(postgres_url), expire_on_commit=False) as session:
-        parent, _ = create_replay_job(session, storage, {**CONFIG, "trace_file_path": "trace.jsonl"})
+        parent, _ = create_trace_job(REPLAY, session, storage, {**CONFIG, "trace_file_path": "trace.jsonl"})
 
     def submit(session: Session, key: str) -> tuple[Job, bool]:
-        return create_query_job(
-            session, storage, capacity_gb=[1, "inf", -1], replay_id=parent.id, targets=[0.9], idempotency_key=key
-        )
+        body = QueryCreate(capacity_gb=[1, "inf", -1], replay_id=parent.id, targets=[0.9])
+        return create_query_job(session, storage, body, idempotency_key=key)
 
     check(postgres_url, "query", submit, lost_inserts)

@@ -17,11 +17,12 @@ from litehit.db.migrate import upgrade
 from litehit.db.models import Job
 from litehit.db.session import session_scope
 from litehit.db.states import JobState
+from litehit.jobs.replay import KIND as REPLAY
+from litehit.jobs.stages import stage_functions
+from litehit.jobs.state import error_text
+from litehit.jobs.submit import create_trace_job
 from litehit.settings import Settings
 from litehit.storage import Storage
-from worker.jobs.replay_job import run_lane, run_merge, run_parse
-from worker.jobs.state import error_text
-from worker.jobs.submit import LANE_TASK, MERGE_TASK, PARSE_TASK, create_replay_job
 
 CONFIG = {
     "block_size": 512,
@@ -47,13 +48,9 @@ def run_job(settings: Settings) -> Job:
     """Submits a replay and runs its tasks in process, in order, until none is left."""
     storage = Storage(settings.storage)
     with session_scope(settings.db_url) as session:
-        job, _ = create_replay_job(session, storage, {**CONFIG, "trace_file_path": "traces/small.jsonl"})
-    tasks: list[tuple[Any, ...]] = [(PARSE_TASK, job.id)]
-    run: dict[str, Callable[..., str]] = {
-        PARSE_TASK: lambda session, job_id: run_parse(session, settings, job_id, enqueue),
-        LANE_TASK: lambda session, job_id, lane: run_lane(session, settings, job_id, lane, enqueue),
-        MERGE_TASK: lambda session, job_id: run_merge(session, settings, job_id),
-    }
+        job, _ = create_trace_job(REPLAY, session, storage, {**CONFIG, "trace_file_path": "traces/small.jsonl"})
+    tasks: list[tuple[Any, ...]] = [(REPLAY.first_task, job.id)]
+    run: dict[str, Callable[..., str]] = stage_functions()
 
     def enqueue(task: str, *args: Any) -> None:
         tasks.append((task, *args))
@@ -61,7 +58,7 @@ def run_job(settings: Settings) -> Job:
     while tasks:
         name, *args = tasks.pop(0)
         with session_scope(settings.db_url) as session:
-            run[name](session, *args)
+            run[name](session, settings, enqueue, *args)
     with session_scope(settings.db_url) as session:
         done = session.get(Job, job.id)
         assert done is not None
@@ -116,22 +113,22 @@ def test_a_read_only_storage_when_the_facts_are_published(local: Settings, monke
 def test_a_write_cut_short_by_a_full_disk_in_a_lane(local: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
     """numpy reports a short write without an errno ("24062 requested and 8141 written"): it
     reads as a full storage, not as an internal error."""
-    import litehit.replay.staged as staged
+    import litehit.jobs.stored as stored
 
-    real = staged._write_arrays
-    in_lane = staged.lane_stage
+    real = stored.write_arrays
+    in_lane = stored.run_stored_part
 
     def cut_short(*args: Any, **kwargs: Any) -> Any:
         def short(*a: Any) -> None:
             raise OSError("24062 requested and 8141 written")
 
-        monkeypatch.setattr(staged, "_write_arrays", short)
+        monkeypatch.setattr(stored, "write_arrays", short)
         try:
             return in_lane(*args, **kwargs)
         finally:
-            monkeypatch.setattr(staged, "_write_arrays", real)
+            monkeypatch.setattr(stored, "write_arrays", real)
 
-    monkeypatch.setattr("worker.jobs.replay_job.lane_stage", cut_short)
+    monkeypatch.setattr(stored, "run_stored_part", cut_short)
     job = run_job(local)
     assert job.state == JobState.FAILED
     error = assert_user_facing(job.error, local)

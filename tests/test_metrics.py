@@ -27,12 +27,16 @@ from api.job_metrics import DURATION_BUCKETS
 from api.main import create_app
 from api.online import create_online_app
 from litehit.db.migrate import upgrade
-from litehit.db.models import Job, LaneRun
+from litehit.db.models import Job, JobPart
 from litehit.db.session import session_scope
 from litehit.db.states import TERMINAL, JobState
+from litehit.jobs.kinds import Kind
+from litehit.jobs.replay import KIND as REPLAY
 from litehit.settings import Settings
-from worker.jobs.submit import FIRST_TASK, LANE_TASK, MERGE_TASK, PARSE_TASK
 from worker.metrics import TASK_BUCKETS, TaskMetrics
+
+PARSE_TASK, LANE_TASK, MERGE_TASK = REPLAY.task("parse"), REPLAY.part_task_name, REPLAY.task("merge")
+FIRST_TASK = [k.value for k in Kind]  # every kind
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
@@ -345,7 +349,8 @@ def test_a_real_worker_sums_its_pool_processes(service_settings: Settings, tmp_p
         assert job["state"] == "succeeded", job["error"]
         blocks = sum(lane["blocks"] for lane in job["lanes"])
         with session_scope(settings.db_url) as session:
-            assert blocks == sum(r.blocks for r in session.scalars(select(LaneRun).where(LaneRun.job_id == job["id"])))
+            parts = session.scalars(select(JobPart).where(JobPart.job_id == job["id"]))
+            assert blocks == sum(r.result["blocks"] for r in parts)
 
         runs = [(PARSE_TASK, 1), (LANE_TASK, 2), (MERGE_TASK, 1)]
 

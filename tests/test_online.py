@@ -24,11 +24,11 @@ from api.online import create_online_app
 from litehit.db.migrate import upgrade
 from litehit.db.models import utcnow
 from litehit.errors import AlreadyRegistered, NotShardOwner, UnknownInstance, WrongShard
+from litehit.jobs.replay import run_replay
 from litehit.online.engine import TraceQuery
 from litehit.online.owner import ShardOwner
 from litehit.online.store import shard_of
 from litehit.query import parse_capacities, query_facts
-from litehit.replay.runner import run_replay
 from litehit.settings import Settings
 from litehit.spec import InstanceGroup, InstanceInfo, parse_replay_spec
 

@@ -14,8 +14,8 @@ from helpers import FACTS_HEADER, config, group, instance, request, write_rows
 
 from core_c.query import format_g
 from litehit.errors import FactsError, QueryError
+from litehit.jobs.replay import run_replay
 from litehit.query import parse_capacities, query_facts
-from litehit.replay.runner import run_replay
 from litehit.spec import parse_replay_spec
 
 WORKED = f"""{FACTS_HEADER}

@@ -13,13 +13,14 @@ import pytest
 from sqlalchemy import select, update
 
 from litehit.db.migrate import upgrade
-from litehit.db.models import Job, LaneRun, ProfileLane, SweepRun, WindowLane, utcnow
+from litehit.db.models import Job, JobPart, utcnow
 from litehit.db.session import session_scope
 from litehit.db.states import JobState, LaneState, Stage
+from litehit.jobs.recovery import sweep
+from litehit.jobs.registry import job_kind
+from litehit.jobs.stages import run_claimed_part
+from litehit.jobs.state import PartClaim, claim_job_stage, succeed_job, try_start_merge
 from litehit.settings import Settings
-from worker.jobs.part_task import run_part
-from worker.jobs.state import PartClaim, claim_job_stage, succeed_job, try_start_merge
-from worker.recovery import sweep
 
 STALE_S = 30.0
 T0 = datetime(2026, 1, 1, 12, 0, 0, tzinfo=utcnow().tzinfo)
@@ -52,24 +53,32 @@ def settings(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Setting
         drop_database(name)
 
 
-def part(model: Any, index: int, state: LaneState, heartbeat: datetime | None, attempts: int = 1) -> Any:
-    if model is SweepRun:
-        row = SweepRun(run=index, lane=0, policy="lru", slot=index, capacity_gb=1.0, capacity_blocks=8, details={})
-    elif model is WindowLane:
-        row = WindowLane(lane=index, capacity_blocks=8, result={})
-    elif model is ProfileLane:
-        row = ProfileLane(lane=index, result={})
-    else:
-        row = LaneRun(lane=index)
-    row.instance_id, row.state, row.heartbeat_at, row.attempts = f"i{index}", state, heartbeat, attempts
-    return row
+def part(kind: str, index: int, state: LaneState, heartbeat: datetime | None, attempts: int = 1) -> JobPart:
+    """A part of a job of `kind` (its plan as that kind makes them)."""
+    plan: dict[str, Any] = {"lane": index, "instance_id": f"i{index}"}
+    if kind == "policy_sweep":
+        plan = {
+            **plan,
+            "lane": 0,
+            "run": index,
+            "policy": "lru",
+            "slot": index,
+            "capacity_gb": 1.0,
+            "capacity_blocks": 8,
+        }
+    elif kind == "window":
+        plan = {**plan, "capacity_blocks": 8}
+    label = job_kind(kind).part_label(job_kind(kind).plan_model().model_validate(plan))  # type: ignore[attr-defined]
+    return JobPart(
+        part=index, label=label, state=state, heartbeat_at=heartbeat, attempts=attempts, plan=plan, progress={}
+    )
 
 
 PART_JOBS = [
-    (LaneRun, "replay", Stage.LANES),
-    (SweepRun, "policy_sweep", Stage.SIMULATE),
-    (WindowLane, "window", Stage.SIZE),
-    (ProfileLane, "profile", Stage.PROFILE),
+    ("replay", "replay", Stage.LANES),
+    ("policy_sweep", "policy_sweep", Stage.SIMULATE),
+    ("window", "window", Stage.SIZE),
+    ("profile", "profile", Stage.PROFILE),
 ]
 
 
@@ -186,7 +195,7 @@ def test_a_redelivered_part_of_a_cancelled_job_ends_it(settings: Settings) -> No
     long_ago = utcnow() - timedelta(seconds=STALE_S * 10)
     job_id = add_job(
         settings,
-        [part(LaneRun, 0, LaneState.RUNNING, long_ago), part(LaneRun, 1, LaneState.RUNNING, long_ago)],
+        [part("replay", 0, LaneState.RUNNING, long_ago), part("replay", 1, LaneState.RUNNING, long_ago)],
         kind="replay",
         state=JobState.RUNNING,
         stage=Stage.LANES,
@@ -200,14 +209,14 @@ def test_a_redelivered_part_of_a_cancelled_job_ends_it(settings: Settings) -> No
         raise AssertionError("a cancelled job's part was run")
 
     with session_scope(settings.db_url) as session:
-        answer = run_part(
+        answer = run_claimed_part(
             session,
             settings,
-            LaneRun,
+            lambda *a: None,
             job_id,
             0,
-            lambda *a: None,
-            "merge",
+            stage=Stage.LANES,
+            merge_task="merge",
             noun="lane",
             describe=str,
             work=must_not_run,
@@ -240,14 +249,14 @@ def test_lost_parts_are_sent_once_per_stale_period(settings: Settings) -> None:
     period while nobody claims it (busy workers), not on every pass."""
     job_id = add_job(
         settings,
-        [part(LaneRun, 0, LaneState.RUNNING, T0 - timedelta(seconds=60)), part(LaneRun, 1, LaneState.RUNNING, None)],
+        [part("replay", 0, LaneState.RUNNING, T0 - timedelta(seconds=60)), part("replay", 1, LaneState.RUNNING, None)],
         kind="replay",
         state=JobState.RUNNING,
         stage=Stage.LANES,
         heartbeat_at=T0 - timedelta(seconds=60),
     )
     with session_scope(settings.db_url) as session:  # lane 1 heartbeats all along
-        session.execute(update(LaneRun).where(LaneRun.lane == 1).values(heartbeat_at=T0 + timedelta(hours=1)))
+        session.execute(update(JobPart).where(JobPart.part == 1).values(heartbeat_at=T0 + timedelta(hours=1)))
     sent = sweeps(settings, T0, 120, 10)
     assert sent == [(t, ("litehit.replay.lane", job_id, 0)) for t in (0, 40, 80, 120)]
 
@@ -293,11 +302,11 @@ def test_attempts_count_the_claims_of_the_current_stage(settings: Settings) -> N
         assert claim_job_stage(session, job_id, (Stage.QUEUED, Stage.PARSE), Stage.PARSE, STALE_S)
         assert job_of(settings, job_id).attempts == 2
         session.execute(update(Job).where(Job.id == job_id).values(stage=Stage.LANES))
-        done = part(LaneRun, 0, LaneState.SUCCEEDED, utcnow())
+        done = part("replay", 0, LaneState.SUCCEEDED, utcnow())
         done.job_id = job_id
         session.add(done)
         session.commit()
-        assert try_start_merge(session, LaneRun, job_id)
+        assert try_start_merge(session, job_id, Stage.LANES)
         assert claim_job_stage(session, job_id, (Stage.MERGE,), Stage.MERGE, STALE_S)
     assert job_of(settings, job_id).attempts == 1
     with session_scope(settings.db_url) as session:

@@ -11,7 +11,7 @@ from helpers import FACTS_HEADER, config, group, instance, read_facts, request, 
 
 import core_c
 from litehit.errors import ConfigError, ReplayError
-from litehit.replay.runner import FACTS_FILE, run_replay
+from litehit.jobs.replay import FACTS_FILE, run_replay
 from litehit.spec import parse_replay_spec
 
 THREE = [request("r1", 1000, [1, 2, 3], 13), request("r2", 2000, [1, 2, 9], 12), request("r3", 3000, [1, 2, 3], 13)]

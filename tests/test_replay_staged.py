@@ -12,18 +12,43 @@ from helpers import config, group, instance, request, write_rows
 
 import core_c
 from litehit.errors import ReplayError
-from litehit.replay.runner import FACTS_FILE, run_replay
-from litehit.replay.staged import lane_output, lane_stage, merge_stage, parse_stage
-from litehit.spec import parse_replay_spec
+from litehit.jobs.replay import FACTS_FILE, KIND, ReplayJobSpec, ReplayPartResult, run_replay
+from litehit.jobs.stored import merge_stored, run_stored_part
+from litehit.replay.staged import parse_stage, part_output, read_manifest, stored_plan
+from litehit.spec import ReplaySpec, parse_replay_spec
+
+
+def parts_of(spec: ReplaySpec, workdir: Path) -> list:
+    return KIND.parts(ReplayJobSpec(config={}), stored_plan(spec, read_manifest(workdir)))
+
+
+def lane_stage(spec: ReplaySpec, workdir: Path, lane: int) -> ReplayPartResult:
+    """One lane of the replay, as its task runs it."""
+    job = ReplayJobSpec(config=spec.model_dump(mode="json"))
+    output = run_stored_part(KIND, job, spec, workdir, lane, parts_of(spec, workdir)[lane])
+    assert isinstance(output.result, ReplayPartResult)
+    return output.result
+
+
+def merge_stage(spec: ReplaySpec, workdir: Path, results: dict[int, ReplayPartResult] | None = None) -> object:
+    """The replay's merge, as its task runs it (every lane's result; zeros for lanes not given)."""
+    parts = parts_of(spec, workdir)
+    given = results or {}
+    stored = [
+        (given.get(i) or ReplayPartResult(requests=0, blocks=0, unique_blocks=0, memory_bytes=0, expired_blocks=0))
+        for i in range(len(parts))
+    ]
+    job = ReplayJobSpec(config=spec.model_dump(mode="json"))
+    return merge_stored(KIND, job, spec, workdir, parts, [r.model_dump() for r in stored]).value
 
 
 def staged(spec_data: dict, workdir: Path, order: list[int] | None = None) -> bytes:
     spec = parse_replay_spec(spec_data)
     manifest = parse_stage(spec, workdir, chunk_bytes=64 << 10)
     lanes = order if order is not None else list(range(len(spec.instances)))
-    stats = [lane_stage(spec, workdir, i) for i in lanes]
-    result = merge_stage(spec, workdir, lanes=stats)
-    assert result.reads == manifest.reads
+    stats = {i: lane_stage(spec, workdir, i) for i in lanes}
+    result = merge_stage(spec, workdir, stats)
+    assert result.reads == manifest.reads  # type: ignore[attr-defined]
     return (Path(spec.output_result_path) / FACTS_FILE).read_bytes()
 
 
@@ -89,7 +114,7 @@ def test_a_lane_stage_rerun_gives_the_same_bytes(tmp_path: Path) -> None:
     spec = parse_replay_spec(config(trace, tmp_path))
     parse_stage(spec, tmp_path / "work")
     lane_stage(spec, tmp_path / "work", 0)
-    first = lane_output(tmp_path / "work", 0).read_bytes()
-    shutil.copy(lane_output(tmp_path / "work", 0), tmp_path / "copy")
+    first = part_output(tmp_path / "work", 0).read_bytes()
+    shutil.copy(part_output(tmp_path / "work", 0), tmp_path / "copy")
     lane_stage(spec, tmp_path / "work", 0)
-    assert lane_output(tmp_path / "work", 0).read_bytes() == first
+    assert part_output(tmp_path / "work", 0).read_bytes() == first

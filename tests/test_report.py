@@ -23,8 +23,8 @@ from browser import chromium, headless
 from helpers import instance
 
 from litehit.capacity import parse_capacities
-from litehit.cli.lane_summary import format_bytes
 from litehit.curve import exact_curves
+from litehit.lane_summary import format_bytes
 from litehit.query import query_facts
 from litehit.report import default_capacities, package_version
 

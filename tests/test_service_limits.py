@@ -20,8 +20,8 @@ from api.online import create_online_app
 from api.routes.traces import _Upload
 from litehit.db.migrate import upgrade
 from litehit.db.session import session_scope
+from litehit.jobs.recovery import sweep
 from litehit.settings import Settings
-from worker.recovery import sweep
 
 ROWS = b"".join(
     json.dumps({"timestamp": i, "input_length": 1030, "hash_ids": [i, i + 1, i + 2]}).encode() + b"\n"

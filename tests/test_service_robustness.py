@@ -18,12 +18,12 @@ from sqlalchemy import create_engine, inspect, select, update
 from test_service_api import CONFIG, upload, wait_job
 
 from litehit.db.migrate import downgrade, upgrade
-from litehit.db.models import Job, LaneRun, utcnow
+from litehit.db.models import Job, JobPart, utcnow
 from litehit.db.session import session_scope
-from litehit.replay.runner import run_replay
+from litehit.jobs.recovery import sweep
+from litehit.jobs.replay import run_replay
 from litehit.settings import Settings
 from litehit.spec import parse_replay_spec
-from worker.recovery import sweep
 
 pytestmark = pytest.mark.service
 
@@ -51,9 +51,9 @@ def local_facts(tmp_path: Path, data: bytes, config: dict[str, Any]) -> bytes:
     return (out / "litehit_facts.csv").read_bytes()
 
 
-def lane_rows(settings: Settings, job_id: str) -> list[LaneRun]:
+def lane_rows(settings: Settings, job_id: str) -> list[JobPart]:
     with session_scope(settings.db_url) as session:
-        return list(session.scalars(select(LaneRun).where(LaneRun.job_id == job_id).order_by(LaneRun.lane)))
+        return list(session.scalars(select(JobPart).where(JobPart.job_id == job_id).order_by(JobPart.part)))
 
 
 def test_worker_killed_mid_lane(api: Any, service_settings: Settings, celery_workers: Workers, tmp_path: Path) -> None:
@@ -74,7 +74,7 @@ def test_worker_killed_mid_lane(api: Any, service_settings: Settings, celery_wor
     os.kill(pid, signal.SIGKILL)
     job = wait_job(api, f"/v1/replays/{job_id}", timeout=120)
     assert job["state"] == "succeeded", job["error"]
-    killed = next(lane for lane in job["lanes"] if lane["lane"] == running.lane)
+    killed = next(lane for lane in job["lanes"] if lane["lane"] == running.part)
     assert killed["attempts"] == 2  # the kill hit the lane mid-run: it was run once more, not skipped
     facts = service_settings.storage / "jobs" / job_id / "out" / "litehit_facts.csv"
     assert facts.read_bytes() == local_facts(tmp_path, data, TWO_LANES)
@@ -144,6 +144,20 @@ def test_auth_is_enforced_when_a_token_is_set(service_settings: Settings) -> Non
         assert client.get("/v1/replays", headers={"Authorization": "Bearer s3cret"}).status_code == 200
 
 
+def part(job_id: str, index: int, label: str, *, heartbeat: Any, attempts: int = 1, **plan: Any) -> JobPart:
+    """A running part of a job (its plan: the lane, its instance and what the kind adds)."""
+    return JobPart(
+        job_id=job_id,
+        part=index,
+        label=label,
+        state="running",
+        attempts=attempts,
+        heartbeat_at=heartbeat,
+        plan={"lane": index, "instance_id": label, **plan},
+        progress={},
+    )
+
+
 def test_sweep_retries_stale_lanes_and_gives_up_after_max_attempts(service_settings: Settings) -> None:
     sent: list[tuple[Any, ...]] = []
     long_ago = utcnow().replace(year=2000)
@@ -153,15 +167,15 @@ def test_sweep_retries_stale_lanes_and_gives_up_after_max_attempts(service_setti
         session.flush()
         session.add_all(
             [
-                LaneRun(job_id=job.id, lane=0, instance_id="a", state="running", attempts=1, heartbeat_at=long_ago),
-                LaneRun(job_id=job.id, lane=1, instance_id="b", state="running", attempts=1, heartbeat_at=utcnow()),
+                part(job.id, 0, "a", heartbeat=long_ago),
+                part(job.id, 1, "b", heartbeat=utcnow()),
             ]
         )
         session.commit()
         actions = sweep(session, service_settings, lambda *a: sent.append(a))
         assert f"retried lane 0 of {job.id}" in actions and ("litehit.replay.lane", job.id, 0) in sent
         assert ("litehit.replay.lane", job.id, 1) not in sent
-        session.execute(update(LaneRun).where(LaneRun.job_id == job.id, LaneRun.lane == 0).values(attempts=3))
+        session.execute(update(JobPart).where(JobPart.job_id == job.id, JobPart.part == 0).values(attempts=3))
         session.commit()
         sweep(session, service_settings, lambda *a: sent.append(a))
         session.refresh(job)
@@ -169,25 +183,14 @@ def test_sweep_retries_stale_lanes_and_gives_up_after_max_attempts(service_setti
 
 
 def test_sweep_retries_stale_simulations_of_a_policy_sweep(service_settings: Settings) -> None:
-    from litehit.db.models import SweepRun
-
     sent: list[tuple[Any, ...]] = []
     long_ago = utcnow().replace(year=2000)
 
-    def run(index: int, heartbeat: Any, attempts: int = 1) -> SweepRun:
-        return SweepRun(
-            run=index,
-            lane=0,
-            instance_id="a",
-            policy="lru",
-            slot=index,
-            capacity_gb=1.0,
-            capacity_blocks=8,
-            state="running",
-            attempts=attempts,
-            heartbeat_at=heartbeat,
-            details={},
-        )
+    def run(index: int, heartbeat: Any, attempts: int = 1) -> JobPart:
+        sim = {"run": index, "policy": "lru", "slot": index, "capacity_gb": 1.0, "capacity_blocks": 8}
+        row = part("", index, str(index), heartbeat=heartbeat, attempts=attempts, **sim)
+        row.plan = {**row.plan, "lane": 0, "instance_id": "a"}
+        return row
 
     with session_scope(service_settings.db_url) as session:
         job = Job(
@@ -208,7 +211,7 @@ def test_sweep_retries_stale_simulations_of_a_policy_sweep(service_settings: Set
         actions = sweep(session, service_settings, lambda *a: sent.append(a))
         assert f"retried simulation 0 of {job.id}" in actions and ("litehit.sweep.run", job.id, 0) in sent
         assert ("litehit.sweep.run", job.id, 1) not in sent
-        session.execute(update(SweepRun).where(SweepRun.job_id == job.id, SweepRun.run == 0).values(attempts=3))
+        session.execute(update(JobPart).where(JobPart.job_id == job.id, JobPart.part == 0).values(attempts=3))
         session.commit()
         sweep(session, service_settings, lambda *a: sent.append(a))
         session.refresh(job)
@@ -242,7 +245,7 @@ def test_migrations_create_and_remove_everything(backend: str, tmp_path: Path) -
     try:
         upgrade(url)
         engine = create_engine(url)
-        assert {"traces", "jobs", "lane_runs", "query_summaries"} <= set(inspect(engine).get_table_names())
+        assert {"traces", "jobs", "job_parts", "query_summaries"} <= set(inspect(engine).get_table_names())
         downgrade(url)
         assert set(inspect(engine).get_table_names()) <= {"alembic_version"}
         engine.dispose()
@@ -263,52 +266,42 @@ def test_schema_head_constant_matches_the_migrations() -> None:
 
 
 def test_a_worker_whose_part_was_taken_over_can_write_nothing(service_settings: Settings) -> None:
-    from litehit.db.models import SweepRun
-    from litehit.db.states import LaneState
-    from worker.jobs.state import PartClaim, claim_part, claimed_attempt, finish_part, heartbeat_part
+    from litehit.db.states import LaneState, Stage
+    from litehit.jobs.state import PartClaim, claim_part, claimed_attempt, finish_part, heartbeat_part
 
+    stage = Stage.SIMULATE
     with session_scope(service_settings.db_url) as session:
         job = Job(kind="policy_sweep", spec={}, state="running", stage="simulate", stats={}, progress={})
         session.add(job)
         session.flush()
-        row = SweepRun(run=0, lane=0, instance_id="a", policy="lru", slot=0, capacity_gb=1.0, capacity_blocks=8)
-        row.job_id, row.details = job.id, {}
+        row = part(job.id, 0, "0", heartbeat=None, attempts=0, run=0, policy="lru", slot=0)
+        row.state = "queued"
         session.add(row)
         session.commit()
-        assert claim_part(session, SweepRun, job.id, 0, 30.0, 3) == PartClaim.CLAIMED
-        first = claimed_attempt(session, SweepRun, job.id, 0)
-        assert claim_part(session, SweepRun, job.id, 0, 30.0, 3) == PartClaim.BUSY  # its heartbeat is fresh
+        assert claim_part(session, job.id, 0, stage, 30.0, 3) == PartClaim.CLAIMED
+        first = claimed_attempt(session, job.id, 0)
+        assert claim_part(session, job.id, 0, stage, 30.0, 3) == PartClaim.BUSY  # its heartbeat is fresh
         session.execute(
-            update(SweepRun).where(SweepRun.job_id == job.id).values(heartbeat_at=utcnow().replace(year=2000))
+            update(JobPart).where(JobPart.job_id == job.id).values(heartbeat_at=utcnow().replace(year=2000))
         )
         session.commit()
-        assert claim_part(session, SweepRun, job.id, 0, 30.0, 3) == PartClaim.CLAIMED  # taken over
-        second = claimed_attempt(session, SweepRun, job.id, 0)
+        assert claim_part(session, job.id, 0, stage, 30.0, 3) == PartClaim.CLAIMED  # taken over
+        second = claimed_attempt(session, job.id, 0)
         assert second == first + 1
-        assert not heartbeat_part(session, SweepRun, job.id, 0, first, requests=5)
-        assert finish_part(session, SweepRun, job.id, 0, second, LaneState.SUCCEEDED, hit_blocks=42)
-        assert not finish_part(session, SweepRun, job.id, 0, first, LaneState.FAILED, error="late")
+        assert not heartbeat_part(session, job.id, 0, first, progress={"requests": 5})
+        assert finish_part(session, job.id, 0, second, LaneState.SUCCEEDED, result={"hit_blocks": 42})
+        assert not finish_part(session, job.id, 0, first, LaneState.FAILED, error="late")
         session.expire_all()
-        final = session.get(SweepRun, (job.id, 0))
-        assert final is not None and (final.state, final.hit_blocks, final.error) == ("succeeded", 42, None)
+        final = session.get(JobPart, (job.id, 0))
+        assert final is not None and (final.state, final.result["hit_blocks"], final.error) == ("succeeded", 42, None)
 
 
 def test_sweep_retries_stale_lanes_of_a_window_sizing(service_settings: Settings) -> None:
-    from litehit.db.models import WindowLane
-
     sent: list[tuple[Any, ...]] = []
     long_ago = utcnow().replace(year=2000)
 
-    def lane(index: int, heartbeat: Any) -> WindowLane:
-        return WindowLane(
-            lane=index,
-            instance_id="ab"[index],
-            capacity_blocks=8,
-            state="running",
-            attempts=1,
-            heartbeat_at=heartbeat,
-            result={},
-        )
+    def lane(index: int, heartbeat: Any) -> JobPart:
+        return part("", index, "ab"[index], heartbeat=heartbeat, capacity_blocks=8)
 
     with session_scope(service_settings.db_url) as session:
         job = Job(kind="window", spec={}, state="running", stage="size", stats={}, progress={}, heartbeat_at=long_ago)
@@ -321,7 +314,7 @@ def test_sweep_retries_stale_lanes_of_a_window_sizing(service_settings: Settings
         actions = sweep(session, service_settings, lambda *a: sent.append(a))
         assert f"retried lane 0 of {job.id}" in actions and ("litehit.window.lane", job.id, 0) in sent
         assert ("litehit.window.lane", job.id, 1) not in sent
-        session.execute(update(WindowLane).where(WindowLane.job_id == job.id, WindowLane.lane == 0).values(attempts=3))
+        session.execute(update(JobPart).where(JobPart.job_id == job.id, JobPart.part == 0).values(attempts=3))
         session.commit()
         sweep(session, service_settings, lambda *a: sent.append(a))
         session.refresh(job)

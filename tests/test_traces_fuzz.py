@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from core_c.scan import ROW_READ, ROW_WRITE, TraceScanner
 from litehit.errors import ReplayError
-from litehit.replay.runner import run_replay
+from litehit.jobs.replay import run_replay
 from litehit.spec import parse_replay_spec
 
 FORMATS = ("standard", "mooncake", "qwen_bailian", "publisher_log")

@@ -24,7 +24,7 @@ from helpers import lane_config
 import core_c
 from core_c.scan import ROW_READ, ROW_WRITE, ScanResult, TraceScanner
 from litehit.errors import ReplayError, TraceError
-from litehit.replay.runner import run_replay
+from litehit.jobs.replay import run_replay
 from litehit.spec import TraceFormat, parse_replay_spec
 from litehit.traces.formats import detect_format
 from litehit.traces.scan import scan_chunk

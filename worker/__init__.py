@@ -1,1 +1,2 @@
-"""The Celery side of LiteHit: the app, thin tasks, job stages and their state machine, recovery."""
+"""The Celery adapter of LiteHit: the app and its signals, and the tasks generated from the job
+registry (litehit.jobs). No job logic lives here."""

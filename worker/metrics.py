@@ -39,10 +39,10 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, make_wsgi_a
 from prometheus_client.multiprocess import MultiProcessCollector
 from sqlalchemy.exc import SQLAlchemyError
 
-from litehit.db.models import LaneRun
+from litehit.db.models import JobPart
 from litehit.db.session import session_scope
+from litehit.jobs.replay import KIND as REPLAY
 from litehit.settings import Settings
-from worker.jobs.submit import LANE_TASK
 
 __all__ = ["TASK_BUCKETS", "MetricsServer", "TaskMetrics", "replay_lane_blocks", "serve_worker_metrics"]
 
@@ -57,8 +57,11 @@ LaneBlocks = Callable[[str, int], "int | None"]
 
 def replay_lane_blocks(job_id: str, lane: int) -> int | None:
     with session_scope() as session:
-        row = session.get(LaneRun, (job_id, lane))
-        return None if row is None else row.blocks
+        row = session.get(JobPart, (job_id, lane))
+        if row is None:
+            return None
+        blocks = (row.result or row.progress or {}).get("blocks")
+        return int(blocks) if isinstance(blocks, int) else None
 
 
 class TaskMetrics:
@@ -100,7 +103,7 @@ class TaskMetrics:
             self.duration.labels(task.name).observe(self.clock() - started)
         if state not in (FAILURE, RETRY):  # those are counted by their own signals
             self.tasks.labels(task.name, (state or "unknown").lower()).inc()
-        if task.name == LANE_TASK and retval == "succeeded":
+        if task.name == REPLAY.part_task_name and retval == "succeeded":
             self._count_lane(*args)
 
     def on_failure(self, sender: Any, **_: Any) -> None:

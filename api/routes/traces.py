@@ -17,10 +17,11 @@ from starlette.concurrency import run_in_threadpool
 
 from api.deps import SessionDep, SettingsDep, StorageDep
 from api.errors import ApiError
-from api.routes.common import findable, paginate
+from api.routes.common import paginate
 from api.schemas import ErrorResponse, Page, TracePublic
 from litehit.db.models import Trace, new_id
 from litehit.errors import LiteHitError, TraceError
+from litehit.jobs.views import findable
 from litehit.spec import TraceFormat
 from litehit.storage import PART_SUFFIX, Storage
 from litehit.traces.formats import detect_format

@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 from litehit.capacity import DEFAULT_TARGETS, GIB, UNITS_HELP, parse_capacities
 from litehit.cli.facts_input import check_facts_file
-from litehit.cli.lane_summary import parse_hit_rates, target_line
 from litehit.cli.outputs import publish_bytes
 from litehit.errors import QueryError
+from litehit.lane_summary import parse_hit_rates, target_line
 
 if TYPE_CHECKING:
     from litehit.curve import InstanceCurve

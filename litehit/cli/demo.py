@@ -35,9 +35,11 @@ def _run(args: argparse.Namespace) -> int:
     from litehit.capacity import parse_capacities
     from litehit.cli.analysis import print_curve_summary
     from litehit.cli.query import print_table
-    from litehit.cli.replay import print_summary, replay_with_progress
+    from litehit.cli.replay import print_summary
+    from litehit.cli.run_kind import run_kind
     from litehit.cli.trace_input import shorthand_config
     from litehit.curve import exact_curves
+    from litehit.jobs.replay import KIND as REPLAY
     from litehit.plots import plot_facts
     from litehit.publish import AtomicPublisher, make_output_dir
     from litehit.query import query_facts
@@ -58,7 +60,8 @@ def _run(args: argparse.Namespace) -> int:
         extended=True,
     )
     print(f"1. replay {args.trace} once -> capacity-independent facts")
-    result = replay_with_progress(parse_replay_spec(shorthand_config(ns, str(args.output))))
+    run, _ = run_kind(REPLAY, parse_replay_spec(shorthand_config(ns, str(args.output))), None, ns, label="replay")
+    result = run.merged.value
     print_summary(result)
     facts = result.facts_path
     print(f"\n2. query the facts at {' '.join(CAPACITIES)} GiB (-1 = infinite)")

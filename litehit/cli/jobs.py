@@ -1,4 +1,5 @@
-"""``litehit jobs``: past runs recorded in the database (CLI runs and service jobs alike)."""
+"""``litehit jobs``: past runs recorded in the database (CLI runs and service jobs alike), of
+every kind (litehit.jobs.kinds)."""
 
 from __future__ import annotations
 
@@ -6,45 +7,39 @@ import argparse
 import json
 from typing import Any
 
+from litehit.jobs.kinds import Kind
+
 __all__ = ["add_parser"]
+
+KINDS = [k.value for k in Kind]
 
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "jobs",
-        help="list past jobs: replays, queries, policy sweeps, window sizings (the embedded database, or LITEHIT_DATABASE_URL)",
-        description="  litehit jobs [--limit 20] [--kind replay|query|policy_sweep|window] [--show JOB_ID]",
+        help="list past jobs of every kind: " + ", ".join(KINDS) + " (the embedded database, or LITEHIT_DATABASE_URL)",
+        description=f"  litehit jobs [--limit 20] [--kind {'|'.join(KINDS)}] [--show JOB_ID]",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--limit", type=int, default=20)
-    p.add_argument("--kind", choices=["replay", "query", "policy_sweep", "window"])
-    p.add_argument("--show", metavar="JOB_ID", help="print one job in full (JSON)")
+    p.add_argument("--kind", choices=KINDS)
+    p.add_argument("--show", metavar="JOB_ID", help="print one job in full (JSON): its row, its parts, its summaries")
     p.set_defaults(func=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
     from sqlalchemy import select
 
-    from litehit.cli.run_record import ensure_schema
     from litehit.db.models import Job
     from litehit.db.session import session_scope
+    from litehit.jobs.records import ensure_schema
     from litehit.settings import get_settings
 
     settings = get_settings()
     ensure_schema(settings.db_url)
     with session_scope(settings.db_url) as session:
         if args.show:
-            job = session.get(Job, args.show)
-            if job is None:
-                print(f"no job {args.show}")
-                return 1
-            data = {c.name: getattr(job, c.name) for c in Job.__table__.columns}
-            data["lanes"] = [{c.name: getattr(r, c.name) for c in r.__table__.columns} for r in job.lanes]
-            data["summaries"] = [{c.name: getattr(r, c.name) for c in r.__table__.columns} for r in job.summaries]
-            data["runs"] = [{c.name: getattr(r, c.name) for c in r.__table__.columns} for r in job.runs]
-            data["window_lanes"] = [{c.name: getattr(r, c.name) for c in r.__table__.columns} for r in job.window_lanes]
-            print(json.dumps(data, indent=2, default=str))
-            return 0
+            return _show(session, args.show)
         query = select(Job).order_by(Job.created_at.desc()).limit(args.limit)
         if args.kind:
             query = query.where(Job.kind == args.kind)
@@ -62,4 +57,28 @@ def _run(args: argparse.Namespace) -> int:
         )
     if not jobs:
         print("(no jobs yet)")
+    return 0
+
+
+def _show(session: Any, job_id: str) -> int:
+    """One job as JSON: its row, its parts as the API shows them (under its kind's name for
+    them: lanes, runs) and its summary rows."""
+    from litehit.jobs.base import TraceKind
+    from litehit.jobs.registry import job_kind
+    from litehit.jobs.views import job_row, part_views, summary_views
+
+    row = job_row(session, job_id)
+    if row is None:
+        print(f"no job {job_id}")
+        return 1
+    data: dict[str, Any] = dict(row)
+    try:
+        kind = job_kind(row["kind"])
+    except ValueError:  # a kind of another version: its row alone
+        kind = None
+    if kind is not None:
+        if isinstance(kind, TraceKind):
+            data[kind.parts_field] = part_views(session, kind, [job_id])[job_id]
+        data["summaries"] = summary_views(session, kind, [job_id])[job_id]
+    print(json.dumps(data, indent=2, default=str))
     return 0

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from litehit.errors import ConfigError, ConfigIssue
 from litehit.lane_plots import PLOT_SUFFIXES
-from litehit.publish import AtomicPublisher
+from litehit.publish import publish_bytes
 
 __all__ = ["check_plot_flag", "publish_bytes"]
 
@@ -15,10 +15,3 @@ __all__ = ["check_plot_flag", "publish_bytes"]
 def check_plot_flag(path: Path | None) -> None:
     if path is not None and path.suffix not in PLOT_SUFFIXES:
         raise ConfigError([ConfigIssue("--plot", str(path), "a plot file ends in .png or .svg")])
-
-
-def publish_bytes(path: Path, data: bytes) -> None:
-    """Writes data to path atomically (tmp, fsync, rename)."""
-    with AtomicPublisher(path) as out:
-        out.write(data)
-        out.commit()

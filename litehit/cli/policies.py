@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from litehit.cli.stdin_input import named_stdin
 from litehit.cli.trace_input import add_trace_arguments, default_kv_note, spec_from_args
 from litehit.errors import ConfigError, ConfigIssue
 
@@ -87,27 +85,17 @@ def parse_options(args: argparse.Namespace) -> SweepOptions:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from litehit.cli.progress import ProgressReporter
-    from litehit.cli.run_record import JobRecorder
-    from litehit.policies.sweep import run_policy_sweep
-    from litehit.publish import AtomicPublisher
+    from litehit.cli.run_kind import run_kind
+    from litehit.jobs.policy_sweep import KIND
 
     options = parse_options(args)
     if args.plot is not None and args.plot.suffix not in {".png", ".svg"}:
         raise ConfigError([ConfigIssue("--plot", str(args.plot), "a plot file ends in .png or .svg")])
     spec = spec_from_args(args, ".")
-    record_spec = {"config": spec.model_dump(mode="json"), "sweep": options.model_dump(mode="json")}
-    with JobRecorder("policy_sweep", record_spec, rename=partial(named_stdin, args)) as record:
-        reporter = ProgressReporter(label="policies")
-        try:
-            result = run_policy_sweep(spec, options, on_progress=reporter)
-        finally:
-            reporter.finish()
-        if args.output is not None:
-            with AtomicPublisher(args.output) as out:
-                out.write(result.json_bytes())
-                out.commit()
-        record.sweep_succeeded(result, str(args.output.resolve()) if args.output else None)
+    run, job_id = run_kind(
+        KIND, spec, options, args, label="policies", document=lambda r: r.json_bytes(), output=args.output
+    )
+    result: PolicySweepResult = run.merged.value
     if args.output is not None:
         print(f"policies: {args.output}")
     if args.plot is not None:
@@ -117,8 +105,8 @@ def _run(args: argparse.Namespace) -> int:
     print_sweep(result)
     if note := default_kv_note(args):
         print(note)
-    if record.job_id:
-        print(f"job: {record.job_id} (litehit jobs)")
+    if job_id:
+        print(f"job: {job_id} (litehit jobs)")
     return 0
 
 

@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from litehit.cli.outputs import publish_bytes
 from litehit.cli.trace_input import add_trace_arguments, default_kv_note, spec_from_args
 from litehit.errors import ConfigError, ConfigIssue
 from litehit.publish import make_output_dir
@@ -59,21 +58,20 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _profile(args: argparse.Namespace) -> int:
-    from litehit.cli.progress import ProgressReporter
+    from litehit.cli.run_kind import run_kind
+    from litehit.jobs.profile import KIND
     from litehit.profile.plot import check_plot_dir, plot_profile
-    from litehit.profile.profiling import run_profile
 
     if args.plots is not None:
         check_plot_dir(args.plots)
     spec = spec_from_args(args, ".")
-    reporter = ProgressReporter(label="profile")
-    try:
-        result = run_profile(spec, on_progress=reporter)
-    finally:
-        reporter.finish()
     if args.output is not None:
         make_output_dir(args.output.parent)
-        publish_bytes(args.output, result.json_bytes())
+    run, job_id = run_kind(
+        KIND, spec, None, args, label="profile", document=lambda r: r.json_bytes(), output=args.output
+    )
+    result: ProfileResult = run.merged.value
+    if args.output is not None:
         print(f"profile: {args.output}")
     if args.plots is not None:
         for path in plot_profile(result, args.plots):
@@ -81,6 +79,8 @@ def _profile(args: argparse.Namespace) -> int:
     print_profile(result)
     if note := default_kv_note(args):
         print(note)
+    if job_id:
+        print(f"job: {job_id} (litehit jobs)")
     return 0
 
 

@@ -45,12 +45,14 @@ def add_parser(sub: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from litehit.cli.run_record import JobRecorder  # SQLAlchemy loads only for commands that record
+    from litehit.jobs.kinds import Kind
+    from litehit.jobs.query import QueryJobSpec
+    from litehit.jobs.records import JobRecorder  # SQLAlchemy loads only for commands that record
     from litehit.query import query_facts
 
     slots = parse_capacities(args.capacity_gb)
-    spec = {"facts_path": str(args.facts.resolve()), "capacity_gb": [s.recorded_gb for s in slots]}
-    with JobRecorder("query", spec, rename=partial(named_stdin, args)) as record:
+    spec = QueryJobSpec(capacity_gb=[s.recorded_gb for s in slots], targets=[], facts_path=str(args.facts.resolve()))
+    with JobRecorder(Kind.QUERY, spec.model_dump(mode="json"), rename=partial(named_stdin, args)) as record:
         check_facts_file(args.facts)
         if args.output is None:
             result = query_facts(args.facts, slots)

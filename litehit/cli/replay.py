@@ -5,19 +5,16 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from litehit.cli.lane_summary import parse_hit_rates, print_lane_summaries, summarize_facts
-from litehit.cli.stdin_input import named_stdin
 from litehit.cli.trace_input import add_trace_arguments, default_kv_note, spec_from_args
+from litehit.lane_summary import parse_hit_rates, print_lane_summaries, summarize_facts
 from litehit.publish import make_output_dir
-from litehit.spec import ReplaySpec
 
 if TYPE_CHECKING:
-    from litehit.replay.runner import ReplayResult
+    from litehit.replay.result import ReplayResult
 
-__all__ = ["add_parser", "print_summary", "replay_with_progress"]
+__all__ = ["add_parser", "print_summary"]
 
 
 def add_parser(sub: Any) -> None:
@@ -56,29 +53,29 @@ def add_parser(sub: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from litehit.cli.run_record import JobRecorder  # SQLAlchemy loads only for commands that record
+    from litehit.cli.run_kind import run_kind
+    from litehit.jobs.replay import KIND
 
     hit_rates = parse_hit_rates(args.target_hit_rate) if args.target_hit_rate else []
     spec = spec_from_args(args, str(args.output))
     if args.extended:
         spec = spec.model_copy(update={"facts_format": "extended"})
     make_output_dir(spec.output_result_path)
-    with JobRecorder("replay", spec.model_dump(mode="json"), rename=partial(named_stdin, args)) as record:
-        result = replay_with_progress(spec)
-        record.replay_succeeded(result)
+    run, job_id = run_kind(KIND, spec, None, args, label="replay")
+    result: ReplayResult = run.merged.value
     setups = {i.instance_id: (i.block_size, spec.group_of(i).ttl_seconds) for i in spec.instances}
     lanes = summarize_facts(result.facts_path, setups, hit_rates)
     note = default_kv_note(args)
     if args.json:
-        data = {**replay_as_dict(result), "job_id": record.job_id, "lanes": [lane.as_dict() for lane in lanes]}
+        data = {**replay_as_dict(result), "job_id": job_id, "lanes": [lane.as_dict() for lane in lanes]}
         print(json.dumps({**data, "note": note} if note else data))
         return 0
     print_summary(result)
     print_lane_summaries(lanes, sys.stdout)
     if note:
         print(note)
-    if record.job_id:
-        print(f"job: {record.job_id} (litehit jobs)")
+    if job_id:
+        print(f"job: {job_id} (litehit jobs)")
     return 0
 
 
@@ -102,20 +99,6 @@ def replay_as_dict(result: ReplayResult) -> dict[str, Any]:
             for lane in result.lanes
         ],
     }
-
-
-def replay_with_progress(spec: ReplaySpec) -> ReplayResult:
-    from litehit.cli.progress import ProgressReporter
-    from litehit.replay.runner import run_replay
-
-    reporter = ProgressReporter()
-    try:
-        result = run_replay(spec, on_progress=reporter)
-    except BaseException:
-        reporter.finish("stopped")
-        raise
-    reporter.finish("done")
-    return result
 
 
 def print_summary(result: ReplayResult) -> None:

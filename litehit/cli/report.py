@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING, Any
 
 from litehit.capacity import UNITS_HELP, parse_capacities
 from litehit.cli.facts_input import check_facts_file
-from litehit.cli.lane_summary import PLATEAU_FRACTIONS, parse_hit_rates
 from litehit.cli.outputs import publish_bytes
 from litehit.errors import QueryError
+from litehit.lane_summary import PLATEAU_FRACTIONS, parse_hit_rates
 
 if TYPE_CHECKING:
     from litehit.report import ReplayRecord

@@ -9,12 +9,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from core_c.scan import TRACE_FORMATS
 from litehit.errors import ConfigError, ConfigIssue
 from litehit.kv_models import DEFAULT_KV_DTYPE, KV_BYTES_ASSUMED, KV_DTYPE_BYTES, MODELS, model_named
 from litehit.shorthand import DEFAULT_BYTES_PER_TOKEN, KV_BYTES_OPTIONS, Shorthand
 from litehit.shorthand import shorthand_config as expand_shorthand
 from litehit.spec import ReplaySpec, TraceFormat, load_replay_config, parse_replay_spec
+from litehit.traces.format_table import FORMATS
 from litehit.traces.formats import detect_format
 
 __all__ = ["add_trace_arguments", "default_kv_note", "shorthand_config", "spec_from_args"]
@@ -32,7 +32,7 @@ def add_trace_arguments(p: argparse.ArgumentParser, *, source_required: bool = T
         "--block-size",
         type=int,
         help="tokens per block of the trace (default: "
-        + ", ".join(f"{f.default_trace_block} {f.name}" for f in TRACE_FORMATS)
+        + ", ".join(f"{f.default_trace_block} {f.name}" for f in FORMATS)
         + ")",
     )
     p.add_argument(

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from litehit.cli.outputs import check_plot_flag, publish_bytes
+from litehit.cli.outputs import check_plot_flag
 from litehit.cli.trace_input import add_trace_arguments, default_kv_note, spec_from_args
 from litehit.errors import ConfigError, ConfigIssue
 
@@ -102,9 +102,9 @@ def _estimate(args: argparse.Namespace) -> int:
 
 
 def _size(args: argparse.Namespace) -> int:
-    from litehit.cli.progress import ProgressReporter
+    from litehit.cli.run_kind import run_kind
+    from litehit.jobs.window import KIND
     from litehit.window.options import parse_window_options
-    from litehit.window.sizing import run_window_sizing
 
     if args.source is None:
         raise ConfigError([ConfigIssue("TRACE", None, "a trace or config file is required (or --estimate)")])
@@ -118,13 +118,11 @@ def _size(args: argparse.Namespace) -> int:
         raise _flagged(exc) from None
     check_plot_flag(args.plot)
     spec = spec_from_args(args, ".")
-    reporter = ProgressReporter(label="window")
-    try:
-        result = run_window_sizing(spec, options, on_progress=reporter)
-    finally:
-        reporter.finish()
+    run, job_id = run_kind(
+        KIND, spec, options, args, label="window", document=lambda r: r.json_bytes(), output=args.output
+    )
+    result: WindowResult = run.merged.value
     if args.output is not None:
-        publish_bytes(args.output, result.json_bytes())
         print(f"window: {args.output}")
     if args.plot is not None:
         from litehit.window.plot import plot_window
@@ -133,6 +131,8 @@ def _size(args: argparse.Namespace) -> int:
     print_window(result)
     if note := default_kv_note(args):
         print(note)
+    if job_id:
+        print(f"job: {job_id} (litehit jobs)")
     return 0
 
 

@@ -21,15 +21,14 @@ __all__ = [
     "AttributionShard",
     "Base",
     "Job",
-    "LaneRun",
+    "JobPart",
     "OnlineGroup",
     "OnlineInstance",
     "OnlineShard",
+    "ProfileRow",
     "QuerySummary",
     "StrEnumColumn",
-    "SweepRun",
     "Trace",
-    "WindowLane",
     "host_pid",
     "new_id",
     "utcnow",
@@ -89,13 +88,14 @@ class Trace(Base):
 
 
 class Job(Base):
-    """A replay or a query job. The row is the source of truth; Celery messages are transient."""
+    """A job of any kind (litehit.jobs.kinds). The row is the source of truth; Celery messages
+    are transient."""
 
     __tablename__ = "jobs"
     __table_args__ = (UniqueConstraint("kind", "idempotency_key", name="uq_jobs_idempotency"),)
 
     id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
-    kind: Mapped[str] = mapped_column(String(16), index=True)  # replay | query | policy_sweep | window
+    kind: Mapped[str] = mapped_column(String(16), index=True)  # a litehit.jobs.kinds.Kind value
     state: Mapped[JobState] = mapped_column(StrEnumColumn(JobState, 16), index=True, default=JobState.QUEUED)
     stage: Mapped[Stage] = mapped_column(StrEnumColumn(Stage, 16), default=Stage.QUEUED)
     source: Mapped[str] = mapped_column(String(8), default="api")  # api | cli
@@ -115,17 +115,8 @@ class Job(Base):
     started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
 
-    lanes: Mapped[list[LaneRun]] = relationship(
-        back_populates="job", order_by="LaneRun.lane", cascade="all, delete-orphan"
-    )
-    runs: Mapped[list[SweepRun]] = relationship(
-        back_populates="job", order_by="SweepRun.run", cascade="all, delete-orphan"
-    )
-    window_lanes: Mapped[list[WindowLane]] = relationship(
-        back_populates="job", order_by="WindowLane.lane", cascade="all, delete-orphan"
-    )
-    profile_lanes: Mapped[list[ProfileLane]] = relationship(
-        back_populates="job", order_by="ProfileLane.lane", cascade="all, delete-orphan"
+    parts: Mapped[list[JobPart]] = relationship(
+        back_populates="job", order_by="JobPart.part", cascade="all, delete-orphan"
     )
     profile_rows: Mapped[list[ProfileRow]] = relationship(
         back_populates="job", order_by="(ProfileRow.lane, ProfileRow.row)", cascade="all, delete-orphan"
@@ -137,121 +128,31 @@ class Job(Base):
     )
 
 
-class LaneRun(Base):
-    """One lane of a replay job: its own row, so parallel lane tasks never write the same row."""
+class JobPart(Base):
+    """One part of a job's parallel stage (a lane of a replay, a window sizing or a profile; a
+    simulation of a policy sweep): its own row, so parallel tasks never write the same row.
 
-    __tablename__ = "lane_runs"
+    The claim columns (state .. finished_at) are the part's life, the same for every kind
+    (litehit.jobs.state); ``plan``, ``progress`` and ``result`` hold the kind's own models
+    (litehit.jobs.base: what the part is, how far it got, what it found)."""
+
+    __tablename__ = "job_parts"
 
     job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), primary_key=True)
-    lane: Mapped[int] = mapped_column(Integer, primary_key=True)
-    instance_id: Mapped[str] = mapped_column(String(255))
+    part: Mapped[int] = mapped_column(Integer, primary_key=True)  # its index in the job, from 0
+    label: Mapped[str] = mapped_column(String(255))  # what messages name it by (a lane's instance_id)
     state: Mapped[LaneState] = mapped_column(StrEnumColumn(LaneState, 16), default=LaneState.QUEUED)
-    requests_total: Mapped[int] = mapped_column(BigInteger, default=0)
-    blocks_total: Mapped[int] = mapped_column(BigInteger, default=0)
-    requests: Mapped[int] = mapped_column(BigInteger, default=0)
-    blocks: Mapped[int] = mapped_column(BigInteger, default=0)
-    unique_blocks: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
-    memory_bytes: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
-    expired_blocks: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
     attempts: Mapped[int] = mapped_column(Integer, default=0)
-    worker: Mapped[str | None] = mapped_column(String(255), nullable=True)  # host:pid of the last run
+    worker: Mapped[str | None] = mapped_column(String(255), nullable=True)  # host:pid of the last attempt
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
     heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    plan: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)  # the kind's PartPlan
+    progress: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)  # requests, blocks so far
+    result: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)  # the kind's part result
 
-    job: Mapped[Job] = relationship(back_populates="lanes")
-
-
-class SweepRun(Base):
-    """One simulation of a policy sweep (lane x policy x capacity): its own row, so parallel
-    tasks never write the same row; once succeeded it holds the result."""
-
-    __tablename__ = "sweep_runs"
-
-    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), primary_key=True)
-    run: Mapped[int] = mapped_column(Integer, primary_key=True)
-    lane: Mapped[int] = mapped_column(Integer)
-    instance_id: Mapped[str] = mapped_column(String(255))
-    policy: Mapped[str] = mapped_column(String(16))
-    slot: Mapped[int] = mapped_column(Integer)  # index in the sweep's capacity_gb
-    capacity_gb: Mapped[float] = mapped_column(Float)
-    capacity_blocks: Mapped[int] = mapped_column(BigInteger)
-    state: Mapped[LaneState] = mapped_column(StrEnumColumn(LaneState, 16), default=LaneState.QUEUED)
-    requests: Mapped[int] = mapped_column(BigInteger, default=0)
-    hit_blocks: Mapped[int] = mapped_column(BigInteger, default=0)
-    hit_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
-    input_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
-    hit_ratio: Mapped[float | None] = mapped_column(Float, nullable=True)
-    evictions: Mapped[int] = mapped_column(BigInteger, default=0)
-    details: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)  # wa state, lru check
-    attempts: Mapped[int] = mapped_column(Integer, default=0)
-    worker: Mapped[str | None] = mapped_column(String(255), nullable=True)
-    error: Mapped[str | None] = mapped_column(Text, nullable=True)
-    heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
-    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
-    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
-
-    job: Mapped[Job] = relationship(back_populates="runs")
-
-
-class WindowLane(Base):
-    """One lane of a window sizing, simulated at the sizing's capacity: its own row, so parallel
-    tasks never write the same row; once succeeded it holds the lane's summary and, in result,
-    its whole entry of window.json."""
-
-    __tablename__ = "window_lanes"
-
-    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), primary_key=True)
-    lane: Mapped[int] = mapped_column(Integer, primary_key=True)
-    instance_id: Mapped[str] = mapped_column(String(255))
-    capacity_blocks: Mapped[int] = mapped_column(BigInteger)
-    state: Mapped[LaneState] = mapped_column(StrEnumColumn(LaneState, 16), default=LaneState.QUEUED)
-    requests: Mapped[int] = mapped_column(BigInteger, default=0)
-    evictions: Mapped[int] = mapped_column(BigInteger, default=0)
-    evicted: Mapped[int] = mapped_column(BigInteger, default=0)  # misses by outcome
-    no_match: Mapped[int] = mapped_column(BigInteger, default=0)
-    delay_count: Mapped[int] = mapped_column(BigInteger, default=0)
-    delay_p50: Mapped[float | None] = mapped_column(Float, nullable=True)  # seconds, nearest rank
-    delay_p90: Mapped[float | None] = mapped_column(Float, nullable=True)
-    delay_p99: Mapped[float | None] = mapped_column(Float, nullable=True)
-    delay_p999: Mapped[float | None] = mapped_column(Float, nullable=True)
-    delay_max: Mapped[float | None] = mapped_column(Float, nullable=True)
-    window_s: Mapped[float | None] = mapped_column(Float, nullable=True)  # W
-    peak_evictions_per_s: Mapped[int | None] = mapped_column(BigInteger, nullable=True)  # E
-    memory_bytes: Mapped[float | None] = mapped_column(Float, nullable=True)  # E x W x S / L
-    result: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)  # the lane's entry of window.json
-    attempts: Mapped[int] = mapped_column(Integer, default=0)
-    worker: Mapped[str | None] = mapped_column(String(255), nullable=True)
-    error: Mapped[str | None] = mapped_column(Text, nullable=True)
-    heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
-    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
-    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
-
-    job: Mapped[Job] = relationship(back_populates="window_lanes")
-
-
-class ProfileLane(Base):
-    """One lane of a workload profile: its own row, so parallel tasks never write the same row;
-    once succeeded it holds, in result, the lane's whole entry of profile.json (its summary rows
-    are ProfileRow)."""
-
-    __tablename__ = "profile_lanes"
-
-    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), primary_key=True)
-    lane: Mapped[int] = mapped_column(Integer, primary_key=True)
-    instance_id: Mapped[str] = mapped_column(String(255))
-    state: Mapped[LaneState] = mapped_column(StrEnumColumn(LaneState, 16), default=LaneState.QUEUED)
-    requests: Mapped[int] = mapped_column(BigInteger, default=0)
-    result: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)  # the lane's entry of profile.json
-    attempts: Mapped[int] = mapped_column(Integer, default=0)
-    worker: Mapped[str | None] = mapped_column(String(255), nullable=True)
-    error: Mapped[str | None] = mapped_column(Text, nullable=True)
-    heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
-    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
-    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
-
-    job: Mapped[Job] = relationship(back_populates="profile_lanes")
+    job: Mapped[Job] = relationship(back_populates="parts")
 
 
 class ProfileRow(Base):

@@ -3,7 +3,8 @@ the workload-aware policy (the C simulator behind core_c.PolicySim), one pass ov
 
 - ``options``: what a sweep asks for (policies, capacities, WA parameters), validated.
 - ``runs``: one simulation (lane x policy x capacity) fed LaneWork chunk by chunk, and its tally.
-- ``sweep``: the CLI's in-process sweep over a trace; the service runs the same runs per task.
+- ``sweep``: the simulations of a sweep and policies.json from their results (the job kind,
+  litehit.jobs.policy_sweep, runs them in process or as tasks).
 - ``result``: the documented shape of policies.json.
 - ``plot``: hit ratio over capacity per policy.
 """

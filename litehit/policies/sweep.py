@@ -1,20 +1,16 @@
-"""The in-process policy sweep (the CLI): one pass over the trace, every run advanced chunk by
-chunk in parallel threads (the C simulator releases the GIL), optionally checked against the
-exact lane core."""
+"""The simulations of a policy sweep (lane x policy x capacity, in that order) and policies.json
+assembled from their results (litehit.jobs.policy_sweep runs them, in process or as tasks)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Mapping, Sequence
 
-from litehit.policies.options import SweepOptions, check_sweepable
+from litehit.policies.options import SweepOptions
 from litehit.policies.result import LaneSweep, LruCheck, PolicyResult, PolicySweepResult, WaLane, WaSettings
-from litehit.policies.runs import LruComparison, PolicyRun, RunKey
-from litehit.replay.chunks import Progress, TraceChunks, resolve_format
-from litehit.replay.plan import LaneSpec, ReplayPlan, make_plan
-from litehit.spec import ReplaySpec
+from litehit.policies.runs import RunKey
+from litehit.replay.plan import LaneSpec, ReplayPlan
 
-__all__ = ["assemble_result", "run_keys", "run_policy_sweep"]
+__all__ = ["assemble_result", "run_keys"]
 
 
 def run_keys(plan: ReplayPlan, options: SweepOptions) -> list[RunKey]:
@@ -25,44 +21,6 @@ def run_keys(plan: ReplayPlan, options: SweepOptions) -> list[RunKey]:
         for policy in options.policies
         for capacity in options.capacity_gb
     ]
-
-
-def run_policy_sweep(
-    spec: ReplaySpec,
-    options: SweepOptions,
-    *,
-    on_progress: Callable[[Progress], None] | None = None,
-    should_stop: Callable[[], bool] | None = None,
-) -> PolicySweepResult:
-    """Simulates every lane of the spec under every policy at every capacity, in one pass."""
-    path = spec.trace_file_path
-    check_sweepable(spec)
-    plan = make_plan(spec, resolve_format(spec, path), path)
-    runs = [PolicyRun(key, plan.lanes[key.lane], options) for key in run_keys(plan, options)]
-    checks = (
-        [
-            LruComparison(lane, [r for r in runs if r.key.lane == lane.index and r.key.policy == "lru"])
-            for lane in plan.lanes
-        ]
-        if options.verify_lru
-        else []
-    )
-    try:
-        with ThreadPoolExecutor(max_workers=max(1, spec.workers)) as pool:
-            for chunk in TraceChunks(spec, plan, on_progress=on_progress, should_stop=should_stop):
-                list(pool.map(PolicyRun.feed, runs, [chunk.lanes[run.key.lane] for run in runs]))
-                for lane, check in enumerate(checks):
-                    check.check(chunk.lanes[lane])
-        results = {run.key: run.result() for run in runs}
-        # WA learns the same at every capacity (its observations are trace level): one run per lane tells
-        wa = {run.key.lane: run.wa_state(plan.categories.names) for run in runs if run.key.policy == "wa"}
-        lru_checks = {lane: check.tally() for lane, check in enumerate(checks)}
-    finally:
-        for run in runs:
-            run.close()
-        for check in checks:
-            check.close()
-    return assemble_result(plan.lanes, options, results, wa, lru_checks)
 
 
 def assemble_result(

@@ -4,7 +4,7 @@ TTL.
 
 - ``runs``: one lane's exact lane core and ProfileRecorder fed LaneWork in order, and its profile.
 - ``metrics``: the metrics from the recorded arrays (numpy; nearest-rank quantiles, exact sums).
-- ``profiling``: the in-process profile over a trace (one pass, every lane).
+- the job kind (litehit.jobs.profile) runs the lanes, in process or as tasks, and merges them.
 - ``result``: the documented shape of profile.json.
 - ``plot``: reuse-time CDFs with their exponential fits, lifespan CDFs, hit-token contribution
   per category and the working set over time.

@@ -18,13 +18,12 @@ from matplotlib.ticker import FuncFormatter, PercentFormatter
 
 from litehit.errors import ConfigError, ConfigIssue
 from litehit.lane_plots import lane_panels, save_lane_figure
-from litehit.profile.result import Histogram, LaneProfile, ProfileResult
+from litehit.profile.result import PLOT_NAMES, Histogram, LaneProfile, ProfileResult
 from litehit.publish import make_output_dir
 from litehit.window.plot import seconds_label
 
 __all__ = ["PLOT_NAMES", "check_plot_dir", "plot_profile"]
 
-PLOT_NAMES = ("reuse_time", "lifespan", "hit_share", "working_set")
 SUFFIXES = (".png", ".svg")
 MAX_CATEGORIES = 8
 _STYLES = ("-", "--", "-.", ":")

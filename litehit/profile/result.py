@@ -15,6 +15,7 @@ import json
 from pydantic import BaseModel, Field
 
 __all__ = [
+    "PLOT_NAMES",
     "CapacityPoint",
     "Histogram",
     "LaneProfile",
@@ -26,6 +27,9 @@ __all__ = [
     "Skew",
     "WorkingSet",
 ]
+
+PLOT_NAMES = ("reuse_time", "lifespan", "hit_share", "working_set")
+"""The profile's pictures (litehit.profile.plot draws them), each as <name>.png and <name>.svg."""
 
 
 class Histogram(BaseModel):

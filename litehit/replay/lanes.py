@@ -9,6 +9,7 @@ import numpy.typing as npt
 
 import core_c
 from litehit.replay.plan import LaneSpec, LaneWork
+from litehit.replay.result import LaneStats
 
 __all__ = ["LaneFacts", "LaneRunner", "LaneStats"]
 
@@ -20,18 +21,6 @@ class LaneFacts:
     segments: npt.NDArray[np.int64]  # (m, 2): start_required_blocks, run_length
     seg_offsets: npt.NDArray[np.int64]
     cuts: npt.NDArray[np.uint8]
-
-
-@dataclass(frozen=True, slots=True)
-class LaneStats:
-    """What one lane saw over a whole replay, and the size of its core at the end."""
-
-    instance_id: str
-    requests: int
-    blocks: int
-    unique_blocks: int
-    memory_bytes: int
-    expired_blocks: int
 
 
 class LaneRunner:

@@ -14,18 +14,16 @@ import numpy as np
 import numpy.typing as npt
 
 import core_c
-from core_c.scan import ROW_READ, TRACE_FORMATS
+from core_c.scan import ROW_READ
 from litehit.categories import CategoryTable
 from litehit.errors import ConfigError, ConfigIssue, ReplayError
 from litehit.spec import ReplaySpec, TraceFormat
+from litehit.traces.format_table import INSTANCELESS
 from litehit.traces.scan import ParsedChunk
 
 __all__ = ["ChunkPlan", "LaneSpec", "LaneWork", "ReplayPlan", "Routing", "make_plan", "plan_chunk"]
 
 Int64Array = npt.NDArray[np.int64]
-
-# Formats whose rows carry no instance id (the C format table says which).
-INSTANCELESS = frozenset(TraceFormat(f.name) for f in TRACE_FORMATS if f.instanceless)
 
 
 class Routing(StrEnum):

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from core_c.scan import format_of_keys
 from litehit.errors import TraceError
 from litehit.spec import TraceFormat
+from litehit.traces.format_table import format_of_keys
 from litehit.traces.source import BOM, READ_ERRORS, open_trace
 
 __all__ = ["detect_format", "format_from_row"]

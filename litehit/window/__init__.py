@@ -11,7 +11,7 @@ from that key's latest eviction to the request.
   the target.
 - ``memory``: the ring of time buckets and the memory estimate E x W x S / L.
 - ``runs``: one lane's simulation fed LaneWork chunk by chunk, and its tally.
-- ``sizing``: the in-process sizing over a trace (one pass, every lane).
+- the job kind (litehit.jobs.window) runs the lanes, in process or as tasks, and merges them.
 - ``result``: the documented shape of window.json.
 - ``plot``: coverage over window length (log x), one panel per lane.
 """

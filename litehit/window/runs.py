@@ -16,7 +16,7 @@ from litehit.window.memory import MemoryEstimate, ring_buckets
 from litehit.window.options import WindowOptions
 from litehit.window.result import LaneWindow, MissReport, Outcomes
 
-__all__ = ["DelaySample", "WindowRun", "report_of"]
+__all__ = ["DelaySample", "WindowRun", "overall_report", "report_of"]
 
 _OUTCOMES = 3  # FULL_HIT, MISS_EVICTED, MISS_NO_MATCH: the columns of the per-category counts
 assert sorted((FULL_HIT, MISS_EVICTED, MISS_NO_MATCH)) == list(range(_OUTCOMES))
@@ -79,6 +79,17 @@ def report_of(
         if row.sum()
     }
     return overall, per_category, everything
+
+
+def overall_report(lanes: list[LaneWindow], delays: list[Int64Array], target: float) -> MissReport:
+    """The report over every lane's misses together, from the lanes' outcome counts and their
+    sorted delays (ns). The one merge of a sizing: the CLI and the service both call it."""
+    everything = np.sort(np.concatenate([np.empty(0, dtype=np.int64), *delays]))
+    outcomes = Outcomes(
+        evicted=sum(lane.outcomes.evicted for lane in lanes),
+        no_match=sum(lane.outcomes.no_match for lane in lanes),
+    )
+    return miss_report(sum(lane.requests for lane in lanes), outcomes, everything, target)
 
 
 class WindowRun:

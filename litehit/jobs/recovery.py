@@ -1,8 +1,9 @@
 """The sweep: finds work whose message or worker was lost and hands it out again.
 
-Job rows and lane rows carry heartbeats. A stage whose heartbeat went stale (worker killed,
+Job rows and part rows carry heartbeats. A stage whose heartbeat went stale (worker killed,
 broker restarted and lost its messages) is enqueued again; the claim protocol in
-worker.jobs.state makes duplicates harmless. Work that keeps failing gives up after
+litehit.jobs.state makes duplicates harmless. Which task takes which stage of which kind comes
+from the registry (litehit.jobs.registry). Work that keeps failing gives up after
 task_max_attempts with a clear reason, and a cancelled job whose workers died ends cancelled, so
 no job stays "running" forever.
 
@@ -16,58 +17,30 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from sqlalchemy import exists, or_, select, update
 from sqlalchemy.orm import Session
 
-from litehit.db.models import Job, LaneRun, ProfileLane, SweepRun, WindowLane, utcnow
-from litehit.db.states import JobState, LaneState, Stage
+from litehit.db.models import Job, JobPart, utcnow
+from litehit.db.states import JobState, LaneState
+from litehit.jobs.base import JobKind, TraceKind
+from litehit.jobs.registry import job_kind, trace_kinds
+from litehit.jobs.state import RESENT_AT, end_cancelled, fail_job, try_start_merge
+from litehit.jobs.submit import Enqueue
 from litehit.settings import Settings
 from litehit.storage import Storage
-from worker.jobs.state import RESENT_AT, Part, end_cancelled, fail_job, part_key, try_start_merge
-from worker.jobs.submit import (
-    FIRST_TASK,
-    LANE_TASK,
-    MERGE_TASK,
-    PARSE_TASK,
-    PROFILE_KIND,
-    PROFILE_LANE_TASK,
-    PROFILE_MERGE_TASK,
-    PROFILE_PARSE_TASK,
-    QUERY_TASK,
-    SWEEP_KIND,
-    SWEEP_MERGE_TASK,
-    SWEEP_PARSE_TASK,
-    SWEEP_RUN_TASK,
-    WINDOW_KIND,
-    WINDOW_LANE_TASK,
-    WINDOW_MERGE_TASK,
-    WINDOW_PARSE_TASK,
-    Enqueue,
-)
 
 __all__ = ["sweep"]
 
 log = logging.getLogger(__name__)
 
-STAGE_TASK = {
-    ("replay", Stage.PARSE): PARSE_TASK,
-    ("replay", Stage.MERGE): MERGE_TASK,
-    ("query", Stage.QUERY): QUERY_TASK,
-    (SWEEP_KIND, Stage.PARSE): SWEEP_PARSE_TASK,
-    (SWEEP_KIND, Stage.MERGE): SWEEP_MERGE_TASK,
-    (WINDOW_KIND, Stage.PARSE): WINDOW_PARSE_TASK,
-    (WINDOW_KIND, Stage.MERGE): WINDOW_MERGE_TASK,
-    (PROFILE_KIND, Stage.PARSE): PROFILE_PARSE_TASK,
-    (PROFILE_KIND, Stage.MERGE): PROFILE_MERGE_TASK,
-}
-# The parallel stages: their rows, the stage and the task of one part.
-PARTS: tuple[tuple[Part, Stage, str], ...] = (
-    (LaneRun, Stage.LANES, LANE_TASK),
-    (SweepRun, Stage.SIMULATE, SWEEP_RUN_TASK),
-    (WindowLane, Stage.SIZE, WINDOW_LANE_TASK),
-    (ProfileLane, Stage.PROFILE, PROFILE_LANE_TASK),
-)
+
+def _kind_of(name: str) -> JobKind[Any] | None:
+    try:
+        return job_kind(name)
+    except ValueError:  # a kind this version does not know (a row of a newer version): left alone
+        return None
 
 
 RESEND_BACKOFF_CAP = 10
@@ -106,16 +79,19 @@ def sweep(session: Session, settings: Settings, enqueue: Enqueue, *, now: dateti
         Job.cancel_requested.is_(False),
         or_(Job.heartbeat_at.is_(None), Job.heartbeat_at < stale),
     )
-    for job_id, kind, last, created in session.execute(waiting).all():
+    for job_id, name, last, created in session.execute(waiting).all():
+        kind = _kind_of(name)
+        if kind is None:
+            continue
         if not _queued_due(last, created, now, settings.stale_after_s) or not _stamp(session, job_id, last, now):
             continue
-        if send(FIRST_TASK[kind], job_id):
+        if send(kind.first_task, job_id):
             actions.append(f"requeued {job_id}")
         else:
             _unstamp(session, job_id, last, now)
     actions += _resend_stages(session, settings, storage, send, now, stale)
-    for model, stage, task in PARTS:
-        actions += _resend_parts(session, settings, storage, model, stage, task, send, now, stale)
+    for trace_kind in trace_kinds():
+        actions += _resend_parts(session, settings, storage, trace_kind, send, now, stale)
     session.commit()
     actions += [f"removed unfinished upload {p}" for p in storage.remove_orphan_parts(settings.upload_part_grace_s)]
     return actions
@@ -183,8 +159,9 @@ def _resend_stages(
         Job.cancel_requested.is_(False),
         or_(Job.heartbeat_at.is_(None), Job.heartbeat_at < stale),
     )
-    for job_id, kind, stage, attempts, progress in session.execute(silent).all():
-        task = STAGE_TASK.get((kind, stage))
+    for job_id, name, stage, attempts, progress in session.execute(silent).all():
+        kind = _kind_of(name)
+        task = kind.stage_tasks().get(stage) if kind is not None else None
         if task is None:
             continue
         if attempts >= settings.task_max_attempts:
@@ -224,36 +201,34 @@ def _resend_parts(
     session: Session,
     settings: Settings,
     storage: Storage,
-    model: Part,
-    stage: Stage,
-    task: str,
+    kind: TraceKind[Any],
     send: Callable[..., bool],
     now: datetime,
     stale: datetime,
 ) -> list[str]:
-    """Parts of a parallel stage whose worker went silent, or that still wait (their message may
-    be lost), are sent again, at most once per stale period per job: the job's heartbeat_at
-    records the last re-send (nobody else heartbeats a job in its parallel stage). A part that
-    used up its attempts ends the job."""
+    """Parts of a kind's parallel stage whose worker went silent, or that still wait (their
+    message may be lost), are sent again, at most once per stale period per job: the job's
+    heartbeat_at records the last re-send (nobody else heartbeats a job in its parallel stage).
+    A part that used up its attempts ends the job."""
     actions: list[str] = []
-    name = "simulation" if model is SweepRun else "lane"
+    name, stage, task = kind.part_noun, kind.part_stage, kind.part_task_name
     lost = or_(
-        (model.state == LaneState.RUNNING) & or_(model.heartbeat_at.is_(None), model.heartbeat_at < stale),
-        model.state == LaneState.QUEUED,
+        (JobPart.state == LaneState.RUNNING) & or_(JobPart.heartbeat_at.is_(None), JobPart.heartbeat_at < stale),
+        JobPart.state == LaneState.QUEUED,
     )
     jobs = select(Job.id, Job.heartbeat_at).where(
+        Job.kind == kind.kind,
         Job.state == JobState.RUNNING,
         Job.stage == stage,
         Job.cancel_requested.is_(False),
-        exists().where(model.job_id == Job.id, lost),
+        exists().where(JobPart.job_id == Job.id, lost),
     )
     for job_id, last in session.execute(jobs).all():
-        rows = select(part_key(model), model.attempts, model.instance_id).where(model.job_id == job_id, lost)
-        parts = session.execute(rows.order_by(part_key(model))).all()
+        rows = select(JobPart.part, JobPart.attempts, JobPart.label).where(JobPart.job_id == job_id, lost)
+        parts = session.execute(rows.order_by(JobPart.part)).all()
         worn = next((p for p in parts if p.attempts >= settings.task_max_attempts), None)
         if worn is not None:
-            label = str(worn[0]) if model is SweepRun else worn.instance_id
-            if fail_job(session, job_id, f"{name} {label}: gave up after {worn.attempts} attempts (worker lost?)"):
+            if fail_job(session, job_id, f"{name} {worn.label}: gave up after {worn.attempts} attempts (worker lost?)"):
                 storage.remove_work(job_id)
                 actions.append(f"gave up {job_id}")
             continue
@@ -265,16 +240,17 @@ def _resend_parts(
         actions += [f"retried {name} {index} of {job_id}" for index in sent]
     # Every part succeeded but the merge never started (the last part's worker died right after
     # finishing it): start it here. try_start_merge lets exactly one caller through.
-    done = select(Job.id, Job.kind).where(
+    done = select(Job.id).where(
+        Job.kind == kind.kind,
         Job.state == JobState.RUNNING,
         Job.stage == stage,
         Job.cancel_requested.is_(False),
         or_(Job.heartbeat_at.is_(None), Job.heartbeat_at < stale),
-        exists().where(model.job_id == Job.id),
-        ~exists().where(model.job_id == Job.id, model.state != LaneState.SUCCEEDED),
+        exists().where(JobPart.job_id == Job.id),
+        ~exists().where(JobPart.job_id == Job.id, JobPart.state != LaneState.SUCCEEDED),
     )
-    for job_id, kind in session.execute(done).all():
-        merge = STAGE_TASK.get((kind, Stage.MERGE))
-        if merge is not None and try_start_merge(session, model, job_id, now=now) and send(merge, job_id):
+    assert stage is not None
+    for (job_id,) in session.execute(done).all():
+        if try_start_merge(session, job_id, stage, now=now) and send(kind.task("merge"), job_id):
             actions.append(f"started the merge of {job_id}")
     return actions

@@ -1,9 +1,12 @@
 """Job records of CLI runs, in the same database as the service (the embedded SQLite by
-default), so ``litehit jobs`` lists past runs.
+default), so ``litehit jobs`` lists past runs of every kind.
 
-The row is written once, when the run ends (a killed command leaves no stale "running" row);
-opening and migrating the database happens in a background thread while the run works.
-Recording never breaks a command: if the database is unusable, the command warns and carries on.
+A run is recorded as the service records a job of its kind: the job row, one succeeded part row
+per part (its plan and result) and the kind's summary rows, all from the same part outputs and
+merge the service uses. The rows are written once, when the run ends (a killed command leaves no
+stale "running" row); opening and migrating the database happens in a background thread while
+the run works. Recording never breaks a command: if the database is unusable, the command warns
+and carries on.
 """
 
 from __future__ import annotations
@@ -16,14 +19,14 @@ from typing import TYPE_CHECKING, Any
 
 from litehit.db.migrate import SCHEMA_HEAD
 from litehit.db.states import JobState, LaneState, Stage
+from litehit.jobs.kinds import Kind
 from litehit.settings import Settings, get_settings
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
 
-    from litehit.policies.result import PolicySweepResult
+    from litehit.jobs.local import LocalRun
     from litehit.query import QueryResult
-    from litehit.replay.runner import ReplayResult
 
 __all__ = ["JobRecorder", "ensure_schema"]
 
@@ -49,16 +52,16 @@ def ensure_schema(url: str) -> None:
 class JobRecorder:
     """**Usage**::
 
-    with JobRecorder("replay", spec_dict) as rec:
-        result = run_replay(spec)
-        rec.replay_succeeded(result)       # or rec.query_succeeded(result, path)
-    rec.job_id                             # the recorded job (None if not recorded)
+    with JobRecorder(Kind.POLICY_SWEEP, stored_spec) as rec:
+        run = run_local(kind, spec, runtime)
+        rec.succeeded(run, output_path)      # or rec.query_succeeded(result, output_path)
+    rec.job_id                               # the recorded job (None if not recorded)
     # an exception inside the block records the job as failed (and is re-raised)
     """
 
     def __init__(
         self,
-        kind: str,
+        kind: Kind,
         spec: dict[str, Any],
         settings: Settings | None = None,
         *,
@@ -68,11 +71,11 @@ class JobRecorder:
         spooled standard input ``-`` again: litehit.cli.stdin_input.named_stdin)."""
         self.settings = settings or get_settings()
         self.rename = rename or (lambda value: value)
-        self.kind, self.spec = kind, spec
+        self.kind, self.spec = Kind(kind), spec
         self.job_id: str | None = None
         self._ready: threading.Thread | None = None
         self._problem: BaseException | None = None
-        self._outcome: Any = None
+        self._outcome: tuple[str, Any, str | None] | None = None
         self._started: datetime | None = None
 
     def _prepare(self) -> None:
@@ -90,14 +93,12 @@ class JobRecorder:
             self._ready.start()
         return self
 
-    def replay_succeeded(self, result: ReplayResult) -> None:
-        self._outcome = ("replay", result)
+    def succeeded(self, run: LocalRun, output: str | None) -> None:
+        """A run of a kind over a trace ended; output: its main file (None: not written)."""
+        self._outcome = ("trace", run, output)
 
     def query_succeeded(self, result: QueryResult, output: str | None) -> None:
         self._outcome = ("query", result, output)
-
-    def sweep_succeeded(self, result: PolicySweepResult, output: str | None) -> None:
-        self._outcome = ("policy_sweep", result, output)
 
     def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
         if self._ready is None:
@@ -115,9 +116,8 @@ class JobRecorder:
             self.job_id = None
 
     def _write(self, exc: BaseException | None) -> None:
-        from litehit.db.models import Job, LaneRun, utcnow
+        from litehit.db.models import Job, utcnow
         from litehit.db.session import session_scope
-        from litehit.db.summaries import record_summaries
 
         with session_scope(self.settings.db_url) as session:
             job = Job(
@@ -136,83 +136,47 @@ class JobRecorder:
                 cancelled = isinstance(exc, KeyboardInterrupt)
                 job.state = JobState.CANCELLED if cancelled else JobState.FAILED
                 job.error = "interrupted" if cancelled else self.rename(str(exc))
-            elif self._outcome is not None and self._outcome[0] == "replay":
-                self._replay_done(session, job, self._outcome[1], LaneRun)
-            elif self._outcome is not None and self._outcome[0] == "policy_sweep":
-                _, sweep, output = self._outcome
-                job.state, job.output_path = JobState.SUCCEEDED, output
-                job.stats = {"lanes": len(sweep.lanes), "runs": sum(len(lane.results) for lane in sweep.lanes)}
-                _record_runs(session, job.id, sweep)
-            elif self._outcome is not None:
-                _, result, output = self._outcome
-                job.state, job.output_path = JobState.SUCCEEDED, output
-                job.stats = {"rows": result.rows, "instances": len(result.instances)}
-                record_summaries(session, job.id, result)
-            else:
+            elif self._outcome is None:
                 job.state = JobState.FAILED
                 job.error = "ended without a result"
+            else:
+                shape, value, output = self._outcome
+                job.state, job.output_path = JobState.SUCCEEDED, output
+                if shape == "trace":
+                    self._trace_done(session, job, value)
+                else:
+                    self._query_done(session, job, value)
             self.job_id = job.id
 
-    @staticmethod
-    def _replay_done(session: Session, job: Any, result: ReplayResult, lane_model: Any) -> None:
-        job.state = JobState.SUCCEEDED
-        job.output_path = str(result.facts_path.resolve())
-        job.stats = {
-            "trace_format": result.trace_format.value,
-            "lines": result.lines,
-            "reads": result.reads,
-            "blocks": result.blocks,
-            "facts_rows": result.facts_rows,
-            "seconds": round(result.elapsed_s, 3),
-        }
-        for i, lane in enumerate(result.lanes):
+    def _trace_done(self, session: Session, job: Any, run: LocalRun) -> None:
+        from litehit.db.models import JobPart
+        from litehit.jobs.base import TraceKind
+        from litehit.jobs.registry import job_kind
+
+        kind = job_kind(self.kind)
+        assert isinstance(kind, TraceKind)
+        c = run.counts
+        parse = {"trace_format": c.trace_format, "lines": c.lines, "rows": c.rows, "reads": c.reads, "blocks": c.blocks}
+        job.stats = {**parse, **run.merged.stats, "seconds": round(c.seconds, 3)}
+        for i, (part, output) in enumerate(zip(run.parts, run.outputs, strict=True)):
             session.add(
-                lane_model(
+                JobPart(
                     job_id=job.id,
-                    lane=i,
-                    instance_id=lane.instance_id,
+                    part=i,
+                    label=kind.part_label(part),
                     state=LaneState.SUCCEEDED,
-                    requests=lane.requests,
-                    requests_total=lane.requests,
-                    blocks=lane.blocks,
-                    blocks_total=lane.blocks,
-                    unique_blocks=lane.unique_blocks,
-                    memory_bytes=lane.memory_bytes,
-                    expired_blocks=lane.expired_blocks,
+                    attempts=1,
+                    plan=part.model_dump(mode="json"),
+                    progress={"requests": part.requests_total, "blocks": part.blocks_total},
+                    result=output.result.model_dump(mode="json"),
                     finished_at=job.finished_at,
                 )
             )
+        spec = kind.spec_model.model_validate(self.spec)
+        session.add_all(kind.summary_rows(job.id, run.merged.value, spec))
 
+    def _query_done(self, session: Session, job: Any, result: QueryResult) -> None:
+        from litehit.jobs.query import KIND as QUERY
 
-def _record_runs(session: Session, job_id: str, sweep: PolicySweepResult) -> None:
-    """One succeeded SweepRun row per lane x policy x capacity, as the service stores them."""
-    from litehit.db.models import SweepRun
-
-    run = 0
-    for lane_index, lane in enumerate(sweep.lanes):
-        slots = list(dict.fromkeys(r.capacity or r.capacity_gb for r in lane.results))
-        for r in lane.results:
-            details: dict[str, Any] = {}
-            if r.policy == "wa" and lane.wa is not None:
-                details["wa"] = lane.wa.model_dump(mode="json")
-            session.add(
-                SweepRun(
-                    job_id=job_id,
-                    run=run,
-                    lane=lane_index,
-                    instance_id=lane.lane,
-                    policy=r.policy,
-                    slot=slots.index(r.capacity or r.capacity_gb),
-                    capacity_gb=r.capacity_gb,
-                    capacity_blocks=r.capacity_blocks,
-                    state=LaneState.SUCCEEDED,
-                    requests=r.requests,
-                    hit_blocks=r.hit_blocks,
-                    hit_tokens=r.hit_tokens,
-                    input_tokens=r.input_tokens,
-                    hit_ratio=r.hit_ratio,
-                    evictions=r.evictions,
-                    details=details,
-                )
-            )
-            run += 1
+        job.stats = {"rows": result.rows, "instances": len(result.instances)}
+        session.add_all(QUERY.cli_summary_rows(job.id, result))

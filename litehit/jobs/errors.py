@@ -1,11 +1,11 @@
-"""Errors of the service's job functions::
+"""Errors of the job machinery::
 
     LiteHitError (litehit.errors)
     +-- IdempotencyConflict       an Idempotency-Key was used before with a different request
 
-TRANSIENT lists the errors that mean "try again shortly": the database or the broker was
-briefly unreachable. Job functions re-raise them (the Celery task retries with backoff) instead
-of failing the job.
+TRANSIENT lists the errors that mean "try again shortly": the database or the broker was briefly
+unreachable. The stage functions re-raise them (the Celery task retries with backoff) instead of
+failing the job.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""Job and lane state transitions as conditional SQL updates: a task claims work only if nobody
-else holds it, so duplicated or redelivered messages are harmless."""
+"""Job and part state transitions as conditional SQL updates: a task claims work only if nobody
+else holds it, so duplicated or redelivered messages are harmless. The same for every kind: a
+job's parts are rows of one table (JobPart), fenced by their attempt."""
 
 from __future__ import annotations
 
@@ -8,20 +9,20 @@ import re
 from datetime import datetime, timedelta
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from sqlalchemy import and_, case, exists, or_, select, update
 from sqlalchemy.orm import Session
 
-from litehit.db.models import Job, LaneRun, ProfileLane, SweepRun, WindowLane, host_pid, utcnow
+from litehit.db.models import Job, JobPart, host_pid, utcnow
 from litehit.db.states import TERMINAL, JobState, LaneState, Stage
 from litehit.errors import LiteHitError, ReplayCancelled
+from litehit.jobs.registry import kinds
 from litehit.publish import storage_reason
 from litehit.storage import Storage
 
 __all__ = [
     "RESENT_AT",
-    "Part",
     "PartClaim",
     "claim_job_stage",
     "claim_part",
@@ -33,7 +34,6 @@ __all__ = [
     "heartbeat_job",
     "heartbeat_part",
     "job_should_stop",
-    "part_key",
     "succeed_job",
     "try_start_merge",
 ]
@@ -115,7 +115,7 @@ def fail_job(session: Session, job_id: str, reason: str, *, state: JobState = Jo
 
 RESENT_AT = "resent_at"
 """The key of a job's progress where the recovery sweep notes when it last sent the job's stage
-again (see worker.recovery); dropped once the job succeeded."""
+again (see litehit.jobs.recovery); dropped once the job succeeded."""
 
 
 def succeed_job(session: Session, job_id: str, **values: Any) -> bool:
@@ -180,21 +180,9 @@ def _storage_trouble(exc: BaseException) -> tuple[str, str] | None:
     return None
 
 
-Part = type[LaneRun] | type[SweepRun] | type[WindowLane] | type[ProfileLane]
-"""The rows of a job's parallel stage: the lanes of a replay, the simulations of a sweep, the
-lanes of a window sizing, the lanes of a workload profile."""
-
-_PART_STAGE: dict[Any, Stage] = {
-    LaneRun: Stage.LANES,
-    SweepRun: Stage.SIMULATE,
-    WindowLane: Stage.SIZE,
-    ProfileLane: Stage.PROFILE,
-}
-
-
-def part_key(model: Part) -> Any:
-    """The column that numbers the parts of one job."""
-    return SweepRun.run if model is SweepRun else model.lane
+def part_stages() -> tuple[Stage, ...]:
+    """The parallel stages of every kind (a job there is held by its parts, not by one task)."""
+    return tuple(k.part_stage for k in kinds() if k.part_stage is not None)
 
 
 CANCELLED_REASON = "cancelled; nothing was published"
@@ -208,17 +196,14 @@ def end_cancelled(session: Session, job_id: str, stale_after_s: float, *, now: d
     when this call ended it (the caller removes its work files). Commits."""
     now = now or utcnow()
     stale = now - timedelta(seconds=stale_after_s)
-    live_parts = [
-        exists().where(
-            model.job_id == job_id,
-            model.state == LaneState.RUNNING,
-            model.heartbeat_at.is_not(None),
-            model.heartbeat_at >= stale,
-        )
-        for model in _PART_STAGE
-    ]
+    live_part = exists().where(
+        JobPart.job_id == job_id,
+        JobPart.state == LaneState.RUNNING,
+        JobPart.heartbeat_at.is_not(None),
+        JobPart.heartbeat_at >= stale,
+    )
     live_holder = and_(
-        Job.stage.not_in(tuple(_PART_STAGE.values())),
+        Job.stage.not_in(part_stages()),
         Job.attempts > 0,  # claimed (a merge no one claimed yet has 0)
         Job.heartbeat_at.is_not(None),
         Job.heartbeat_at >= stale,
@@ -229,7 +214,7 @@ def end_cancelled(session: Session, job_id: str, stale_after_s: float, *, now: d
             Job.id == job_id,
             Job.state == JobState.RUNNING,
             Job.cancel_requested.is_(True),
-            ~or_(live_holder, *live_parts),
+            ~or_(live_holder, live_part),
         )
         .values(state=JobState.CANCELLED, error=CANCELLED_REASON, finished_at=now, stage=Stage.DONE)
         .execution_options(synchronize_session=False)
@@ -239,46 +224,45 @@ def end_cancelled(session: Session, job_id: str, stale_after_s: float, *, now: d
 
 
 def claim_part(
-    session: Session, model: Part, job_id: str, index: int, stale_after_s: float, max_attempts: int
+    session: Session, job_id: str, index: int, stage: Stage, stale_after_s: float, max_attempts: int
 ) -> PartClaim:
-    """Claims one part of a job's parallel stage for this process, or says why not (see
-    PartClaim). Commits."""
+    """Claims part `index` of a job in its parallel stage `stage` for this process, or says why
+    not (see PartClaim). Commits."""
     now = utcnow()
     stale = now - timedelta(seconds=stale_after_s)
     job_running = exists().where(
         Job.id == job_id,
         Job.state == JobState.RUNNING,
-        Job.stage == _PART_STAGE[model],
+        Job.stage == stage,
         Job.cancel_requested.is_(False),
     )
-    values: dict[str, Any] = {"requests": 0, "blocks": 0} if model is LaneRun else {"requests": 0}
     result = session.execute(
-        update(model)
+        update(JobPart)
         .where(
-            model.job_id == job_id,
-            part_key(model) == index,
-            model.attempts < max_attempts,
+            JobPart.job_id == job_id,
+            JobPart.part == index,
+            JobPart.attempts < max_attempts,
             or_(
-                model.state == LaneState.QUEUED,
-                and_(model.state == LaneState.RUNNING, model.heartbeat_at < stale),
+                JobPart.state == LaneState.QUEUED,
+                and_(JobPart.state == LaneState.RUNNING, JobPart.heartbeat_at < stale),
             ),
             job_running,
         )
         .values(
             state=LaneState.RUNNING,
-            attempts=model.attempts + 1,
+            attempts=JobPart.attempts + 1,
             worker=host_pid(),
             heartbeat_at=now,
             started_at=now,
             error=None,
-            **values,
+            progress={"requests": 0, "blocks": 0},
         )
         .execution_options(synchronize_session=False)
     )
     session.commit()
     if result.rowcount == 1:  # type: ignore[attr-defined]
         return PartClaim.CLAIMED
-    row = cast("LaneRun | SweepRun | WindowLane | None", session.get(model, (job_id, index)))
+    row = session.get(JobPart, (job_id, index))
     job = session.get(Job, job_id)
     session.rollback()
     if row is None or job is None or job.state != JobState.RUNNING or job.cancel_requested:
@@ -290,20 +274,20 @@ def claim_part(
     return PartClaim.BUSY
 
 
-def claimed_attempt(session: Session, model: Part, job_id: str, index: int) -> int:
+def claimed_attempt(session: Session, job_id: str, index: int) -> int:
     """The attempt number this process holds after a CLAIMED claim_part: its fence. A worker
     whose part was taken over (stale heartbeat) no longer matches it and can write nothing."""
-    attempts = session.scalar(select(model.attempts).where(model.job_id == job_id, part_key(model) == index))
+    attempts = session.scalar(select(JobPart.attempts).where(JobPart.job_id == job_id, JobPart.part == index))
     session.rollback()  # end the read transaction
     assert attempts is not None
     return int(attempts)
 
 
-def heartbeat_part(session: Session, model: Part, job_id: str, index: int, attempt: int, **values: Any) -> bool:
+def heartbeat_part(session: Session, job_id: str, index: int, attempt: int, **values: Any) -> bool:
     """Records progress of the holder of `attempt`; False when another worker took the part over."""
     result = session.execute(
-        update(model)
-        .where(model.job_id == job_id, part_key(model) == index, model.attempts == attempt)
+        update(JobPart)
+        .where(JobPart.job_id == job_id, JobPart.part == index, JobPart.attempts == attempt)
         .values(heartbeat_at=utcnow(), **values)
         .execution_options(synchronize_session=False)
     )
@@ -311,14 +295,12 @@ def heartbeat_part(session: Session, model: Part, job_id: str, index: int, attem
     return bool(result.rowcount == 1)  # type: ignore[attr-defined]
 
 
-def finish_part(
-    session: Session, model: Part, job_id: str, index: int, attempt: int, state: LaneState, **values: Any
-) -> bool:
+def finish_part(session: Session, job_id: str, index: int, attempt: int, state: LaneState, **values: Any) -> bool:
     """Ends the part as the holder of `attempt`; False (nothing written) when another worker took
     it over, so a late worker never overwrites the outcome of the one that replaced it."""
     result = session.execute(
-        update(model)
-        .where(model.job_id == job_id, part_key(model) == index, model.attempts == attempt)
+        update(JobPart)
+        .where(JobPart.job_id == job_id, JobPart.part == index, JobPart.attempts == attempt)
         .values(state=state, finished_at=utcnow(), heartbeat_at=utcnow(), **values)
         .execution_options(synchronize_session=False)
     )
@@ -326,13 +308,14 @@ def finish_part(
     return bool(result.rowcount == 1)  # type: ignore[attr-defined]
 
 
-def try_start_merge(session: Session, model: Part, job_id: str, *, now: datetime | None = None) -> bool:
-    """True for exactly one caller, once every part of the job's parallel stage has succeeded;
-    that caller sends the merge (at `now`, its heartbeat until a worker claims it). Commits."""
-    pending = exists().where(model.job_id == job_id, model.state != LaneState.SUCCEEDED)
+def try_start_merge(session: Session, job_id: str, stage: Stage, *, now: datetime | None = None) -> bool:
+    """True for exactly one caller, once every part of the job's parallel stage `stage` has
+    succeeded; that caller sends the merge (at `now`, its heartbeat until a worker claims it).
+    Commits."""
+    pending = exists().where(JobPart.job_id == job_id, JobPart.state != LaneState.SUCCEEDED)
     result = session.execute(
         update(Job)
-        .where(Job.id == job_id, Job.state == JobState.RUNNING, Job.stage == _PART_STAGE[model], ~pending)
+        .where(Job.id == job_id, Job.state == JobState.RUNNING, Job.stage == stage, ~pending)
         .values(stage=Stage.MERGE, heartbeat_at=now or utcnow(), attempts=0)  # unclaimed: 0
         .execution_options(synchronize_session=False)
     )

@@ -1,0 +1,260 @@
+"""The replay: one part per lane, each the exact lane core over the lane's requests (the only
+producer of facts); the merge renders every chunk's facts rows in input order and publishes
+``litehit_facts.csv`` atomically.
+
+The spec is the replay config itself (stored as it is: an original offline config, with the
+trace relative to the storage root in the service).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from pydantic import BaseModel, Field, model_serializer, model_validator
+
+from litehit.db.states import JobState, Stage
+from litehit.jobs.base import Artifact, Merged, PartOutput, PartPlan, TraceCounts, TraceJobSpec, TraceKind
+from litehit.jobs.kinds import Kind
+from litehit.replay.result import FACTS_FILE, LaneStats, ReplayResult
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from litehit.publish import AtomicPublisher
+    from litehit.replay.chunks import Progress
+    from litehit.replay.lanes import LaneRunner
+    from litehit.replay.plan import ChunkPlan, LaneWork, ReplayPlan
+    from litehit.spec import ReplaySpec
+
+__all__ = ["FACTS_FILE", "KIND", "ReplayJobSpec", "ReplayKind", "ReplayPartResult", "run_replay"]
+
+
+class ReplayJobSpec(TraceJobSpec):
+    """A replay's spec: its config, stored at the top level of Job.spec (as the API shows it)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _wrap(cls, data: Any) -> Any:
+        if isinstance(data, dict) and set(data) != {"config"}:
+            return {"config": data}
+        return data
+
+    @model_serializer
+    def _flat(self) -> dict[str, Any]:
+        return self.config
+
+
+class ReplayPartResult(BaseModel):
+    """What one lane saw over the whole trace, and the size of its core at the end."""
+
+    requests: int = Field(description="requests of the lane replayed")
+    blocks: int = Field(description="blocks of the lane replayed")
+    unique_blocks: int = Field(description="distinct block keys the lane saw")
+    memory_bytes: int = Field(description="memory the lane's engine used")
+    expired_blocks: int = Field(description="blocks dropped by the group's TTL")
+
+
+class LaneView(BaseModel):
+    """One lane of a replay: progress and outcome."""
+
+    lane: int = Field(description="position of the lane in the config's instances, from 0")
+    instance_id: str = Field(description="the lane's instance_id")
+    requests: int = Field(default=0, description="requests of the lane replayed so far")
+    requests_total: int = Field(default=0, description="requests of the lane in the trace")
+    blocks: int = Field(default=0, description="blocks of the lane replayed so far")
+    blocks_total: int = Field(default=0, description="blocks of the lane in the trace")
+    unique_blocks: int | None = Field(default=None, description="distinct block keys the lane saw (once succeeded)")
+    memory_bytes: int | None = Field(default=None, description="memory the lane's engine used (once succeeded)")
+    expired_blocks: int | None = Field(default=None, description="blocks dropped by the group's TTL (once succeeded)")
+
+
+class _LanePart:
+    """A lane at work: the lane core over its requests; each chunk's facts go to the merge."""
+
+    def __init__(self, plan: ReplayPlan, part: PartPlan) -> None:
+        from litehit.replay.lanes import LaneRunner
+
+        self.runner: LaneRunner = LaneRunner(plan.lanes[part.lane], keep_expired=plan.extended)
+
+    def feed(self, work: LaneWork) -> tuple[Any, ...]:
+        facts = self.runner.run(work)
+        return facts.segments, facts.seg_offsets, facts.cuts
+
+    def output(self, categories: list[str]) -> PartOutput:
+        s = self.runner.stats()
+        return PartOutput(
+            ReplayPartResult(
+                requests=s.requests,
+                blocks=s.blocks,
+                unique_blocks=s.unique_blocks,
+                memory_bytes=s.memory_bytes,
+                expired_blocks=s.expired_blocks,
+            )
+        )
+
+    def close(self) -> None:
+        self.runner.close()
+
+
+class _FactsMerger:
+    """Renders the facts rows of every chunk in input order into the facts file, published at
+    finish (tmp-then-rename: nothing is published unless every chunk was rendered)."""
+
+    def __init__(self, runtime: ReplaySpec, plan: ReplayPlan, parts: Sequence[PartPlan]) -> None:
+        from litehit.publish import AtomicPublisher
+        from litehit.replay.render import header_for
+
+        self.plan, self.parts = plan, list(parts)
+        self.path = Path(runtime.output_result_path) / FACTS_FILE
+        self.publisher: AtomicPublisher = AtomicPublisher(self.path).__enter__()
+        self.publisher.write(header_for(plan.extended))
+        self.rows = 0
+        self.start = time.perf_counter()
+
+    def add_chunk(self, chunk: ChunkPlan, outputs: Sequence[tuple[Any, ...]]) -> None:
+        from litehit.replay.lanes import LaneFacts
+        from litehit.replay.render import render_chunk
+
+        self.publisher.write(render_chunk(self.plan, chunk, [LaneFacts(*arrays) for arrays in outputs]))
+        self.rows += len(chunk.out_src)
+
+    def finish(self, outputs: Sequence[PartOutput], counts: TraceCounts) -> Merged:
+        from litehit.spec import TraceFormat
+
+        self.publisher.commit()
+        lanes = []
+        for part, output in zip(self.parts, outputs, strict=True):
+            r = output.result
+            assert isinstance(r, ReplayPartResult)
+            lanes.append(
+                LaneStats(part.instance_id, r.requests, r.blocks, r.unique_blocks, r.memory_bytes, r.expired_blocks)
+            )
+        result = ReplayResult(
+            facts_path=self.path,
+            trace_format=TraceFormat(counts.trace_format),
+            lines=counts.lines,
+            rows=counts.rows,
+            reads=counts.reads,
+            facts_rows=self.rows,
+            blocks=counts.blocks,
+            elapsed_s=counts.seconds + time.perf_counter() - self.start,
+            lanes=lanes,
+        )
+        stats = {
+            "facts_rows": self.rows,
+            "lanes": [{"instance_id": lane.instance_id, **_lane_stats(lane)} for lane in lanes],
+            "engine_memory_bytes": sum(lane.memory_bytes for lane in lanes),
+            "unique_blocks": sum(lane.unique_blocks for lane in lanes),
+        }
+        return Merged(result, stats)
+
+    def close(self) -> None:
+        self.publisher.__exit__(None, None, None)
+
+
+def _lane_stats(lane: Any) -> dict[str, int]:
+    return {
+        "requests": lane.requests,
+        "blocks": lane.blocks,
+        "unique_blocks": lane.unique_blocks,
+        "memory_bytes": lane.memory_bytes,
+        "expired_blocks": lane.expired_blocks,
+    }
+
+
+class ReplayKind(TraceKind[ReplayJobSpec]):
+    kind = Kind.REPLAY
+    what = "replay"
+    route = "/replays"
+    tasks = "replay"
+    spec_model = ReplayJobSpec
+    public_name = "ReplayPublic"
+    part_stage = Stage.LANES
+    part_view_model = LaneView
+    part_view_name = "LanePublic"
+    parts_description = "one row per lane: progress and outcome"
+    chunk_arrays = 3  # each lane's facts of each chunk: segments, their offsets, cut reasons
+    cancelled = "cancelled; nothing was published"
+    artifacts: ClassVar[tuple[Artifact, ...]] = (
+        Artifact(
+            path="facts",
+            file=f"out/{FACTS_FILE}",
+            media_type="text/csv",
+            summary="Stream the published facts CSV",
+            ready="facts exist",
+            download_name="litehit_facts_{id}.csv",
+        ),
+    )
+
+    def spec_of(self, config: dict[str, Any], options: BaseModel | None) -> ReplayJobSpec:
+        return ReplayJobSpec(config=config)
+
+    def plan_model(self) -> type[PartPlan]:
+        return PartPlan
+
+    def result_model(self) -> type[BaseModel]:
+        return ReplayPartResult
+
+    def parts(self, spec: ReplayJobSpec, plan: ReplayPlan) -> list[PartPlan]:
+        return [PartPlan(lane=lane.index, instance_id=lane.instance_id) for lane in plan.lanes]
+
+    def open_part(self, spec: ReplayJobSpec, plan: ReplayPlan, part: PartPlan) -> _LanePart:
+        return _LanePart(plan, part)
+
+    def merger(
+        self, spec: ReplayJobSpec, runtime: ReplaySpec, plan: ReplayPlan, parts: Sequence[PartPlan]
+    ) -> _FactsMerger:
+        return _FactsMerger(runtime, plan, parts)
+
+    def publish(self, value: Any, out: Path) -> Path:
+        path: Path = value.facts_path  # the merge published it
+        return path
+
+    def extra_public_fields(self) -> dict[str, Any]:
+        return {
+            "facts": (
+                dict[str, str] | None,
+                Field(description="path (relative to storage) and URL of the published facts"),
+            )
+        }
+
+    def view(self, job: dict[str, Any], parts: list[dict[str, Any]], summaries: list[dict[str, Any]]) -> dict[str, Any]:
+        facts = None
+        if job["state"] == JobState.SUCCEEDED and job["output_path"]:
+            facts = {"path": job["output_path"], "url": f"/v1{self.route}/{job['id']}/facts"}
+        return {**job, "lanes": parts, "facts": facts}
+
+
+KIND = ReplayKind()
+
+
+def run_replay(
+    spec: ReplaySpec,
+    *,
+    on_progress: Callable[[Progress], None] | None = None,
+    should_stop: Callable[[], bool] | None = None,
+    chunk_bytes: int | None = None,
+) -> ReplayResult:
+    """Replays spec.trace_file_path into spec.output_result_path/litehit_facts.csv, in process.
+
+    Raises ReplayError (fail-fast: the first malformed row, unsorted timestamp, unknown instance
+    or length-contract violation, in input order), ConfigError (routing impossible for the
+    format) or ReplayCancelled; in every failure case nothing is published and an older facts
+    file stays. The bytes do not depend on pipeline_worker_count."""
+    from litehit.jobs.local import run_local
+    from litehit.traces.source import CHUNK_BYTES
+
+    job_spec = ReplayJobSpec(config=spec.model_dump(mode="json"))
+    run = run_local(
+        KIND,
+        job_spec,
+        spec,
+        on_progress=on_progress,
+        should_stop=should_stop,
+        chunk_bytes=chunk_bytes or CHUNK_BYTES,
+    )
+    result: ReplayResult = run.merged.value
+    return result

@@ -1,0 +1,124 @@
+"""A kind's parts and merge over a job's work folder (litehit.replay.staged), for the service: each
+part runs in its own task, anywhere, from its lane's parsed requests; the merge reads what the
+parts left. The functions are the same ``open_part`` and ``merger`` the CLI runs in process
+(litehit.jobs.local); only where the chunks come from differs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from litehit.errors import PublishError, ReplayCancelled, ReplayError
+from litehit.jobs.base import Merged, PartOutput, PartPlan, TraceCounts, TraceKind
+from litehit.replay.staged import (
+    atomic_files,
+    iter_lane_work,
+    iter_stored_chunks,
+    part_arrays,
+    part_output,
+    read_manifest,
+    stored_plan,
+    write_arrays,
+)
+from litehit.spec import ReplaySpec
+
+__all__ = ["merge_stored", "run_stored_part"]
+
+
+def run_stored_part(
+    kind: TraceKind[Any],
+    spec: Any,
+    runtime: ReplaySpec,
+    workdir: Path,
+    index: int,
+    part: PartPlan,
+    *,
+    on_progress: Callable[[int, int], None] | None = None,
+    should_stop: Callable[[], bool] | None = None,
+) -> PartOutput:
+    """Runs part `index` over its lane's parsed requests in order; writes what it emits per chunk
+    (part-<index>.out) and its arrays (part-<index>-<name>.npy) into the work folder, each by
+    tmp-then-rename. on_progress(requests, blocks) after every chunk."""
+    manifest = read_manifest(workdir)
+    plan = stored_plan(runtime, manifest)
+    run = kind.open_part(spec, plan, part)
+    requests = blocks = 0
+    try:
+        with contextlib.ExitStack() as stack:
+            sink = None
+            if kind.chunk_arrays:
+                (sink,) = stack.enter_context(atomic_files([part_output(workdir, index)]))
+            for work in iter_lane_work(workdir, part.lane, manifest.chunks):
+                if should_stop is not None and should_stop():
+                    raise ReplayCancelled(kind.cancelled)
+                emitted = run.feed(work)
+                if sink is not None and emitted is not None:
+                    write_arrays(sink, *emitted)
+                requests += work.requests
+                blocks += len(work.keys)
+                if on_progress is not None:
+                    on_progress(requests, blocks)
+        output = run.output(plan.categories.names)
+    except (OSError, ValueError) as exc:
+        raise ReplayError(f"lane {part.instance_id}: stage files unreadable: {exc}") from None
+    finally:
+        run.close()
+    for name, array in output.arrays.items():
+        with atomic_files([part_arrays(workdir, index, name)]) as (f,):
+            np.lib.format.write_array(f, np.ascontiguousarray(array), allow_pickle=False)
+    return output
+
+
+def _stored_arrays(workdir: Path, index: int, names: Sequence[str]) -> dict[str, Any]:
+    out = {}
+    for name in names:
+        with part_arrays(workdir, index, name).open("rb") as f:
+            out[name] = np.lib.format.read_array(f, allow_pickle=False)
+    return out
+
+
+def merge_stored(
+    kind: TraceKind[Any],
+    spec: Any,
+    runtime: ReplaySpec,
+    workdir: Path,
+    parts: Sequence[PartPlan],
+    results: Sequence[dict[str, Any]],
+) -> Merged:
+    """The merge of a job whose parts all succeeded: `results` are their stored results, in part
+    order; their arrays (the kind's ``part_arrays``) are read from the work folder."""
+    start = time.perf_counter()
+    manifest = read_manifest(workdir)
+    plan = stored_plan(runtime, manifest)
+    model = kind.result_model()
+    try:
+        outputs = [
+            PartOutput(model.model_validate(result), _stored_arrays(workdir, i, kind.part_arrays))
+            for i, result in enumerate(results)
+        ]
+    except (OSError, ValueError) as exc:
+        raise ReplayError(f"stage files in {workdir} are missing or unreadable: {exc}") from None
+    merger = kind.merger(spec, runtime, plan, parts)
+    try:
+        if kind.chunk_arrays:
+            for chunk, emitted in iter_stored_chunks(workdir, plan, manifest, len(parts), kind.chunk_arrays):
+                merger.add_chunk(chunk, emitted)
+        counts = TraceCounts(
+            manifest.trace_format,
+            manifest.lines,
+            manifest.rows,
+            manifest.reads,
+            manifest.blocks,
+            manifest.parse_s + time.perf_counter() - start,
+        )
+        return merger.finish(outputs, counts)
+    except PublishError as exc:
+        raise ReplayError(str(exc)) from None
+    finally:
+        merger.close()

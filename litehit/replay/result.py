@@ -1,0 +1,38 @@
+"""What a replay reports: where it published its facts and what it read (the CLI prints it; the
+replay kind, litehit.jobs.replay, makes it)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from litehit.spec import TraceFormat
+
+__all__ = ["FACTS_FILE", "LaneStats", "ReplayResult"]
+
+FACTS_FILE = "litehit_facts.csv"
+
+
+@dataclass(frozen=True, slots=True)
+class LaneStats:
+    """What one lane saw over a whole replay, and the size of its core at the end."""
+
+    instance_id: str
+    requests: int
+    blocks: int
+    unique_blocks: int
+    memory_bytes: int
+    expired_blocks: int
+
+
+@dataclass(frozen=True)
+class ReplayResult:
+    facts_path: Path
+    trace_format: TraceFormat
+    lines: int
+    rows: int
+    reads: int
+    facts_rows: int
+    blocks: int
+    elapsed_s: float
+    lanes: list[LaneStats] = field(default_factory=list)

@@ -1,1 +1,0 @@
-"""Job logic shared by the Celery tasks and the CLI: plain functions over the job rows."""
