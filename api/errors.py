@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import logging
 import math
+import re
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -29,7 +30,7 @@ from litehit.errors import (
 from litehit.publish import storage_reason
 from litehit.spec import error_subject
 
-__all__ = ["ApiError", "error_body", "install_error_handlers"]
+__all__ = ["LONE_SURROGATE", "ApiError", "error_body", "install_error_handlers", "text_of"]
 
 
 class ApiError(Exception):
@@ -66,12 +67,26 @@ STORAGE_TROUBLE = (errno.ENOSPC, errno.EDQUOT, errno.EROFS)
 log = logging.getLogger("litehit.api")
 
 
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def text_of(value: str) -> str:
+    """The string with every lone UTF-16 surrogate written as its escape (``\\ud800``): a string
+    an error can always echo (JSON bodies may hold them; UTF-8 cannot)."""
+    return LONE_SURROGATE.sub(lambda m: f"\\u{ord(m[0]):04x}", value) if LONE_SURROGATE.search(value) else value
+
+
 def error_body(code: str, message: str, details: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    return {"error": {"code": code, "message": message, "details": details or []}}
+    safe = [{**d, "msg": text_of(str(d.get("msg", "")))} for d in details or []]
+    return {"error": {"code": code, "message": text_of(message), "details": safe}}
 
 
 MAX_ECHO_DEPTH = 8
 """How deeply an error echoes the offending input; deeper parts read "...". """
+MAX_ECHO_CHARS = 200
+"""How much of a long offending string an error echoes (then "...")."""
+MAX_ECHO_ITEMS = 20
+"""How many items of a long offending list or object an error echoes (then "...")."""
 
 
 def _json_safe(value: Any, depth: int = 0) -> Any:
@@ -79,14 +94,19 @@ def _json_safe(value: Any, depth: int = 0) -> Any:
     "-Infinity" (JSON has no such numbers), deep nesting cut at MAX_ECHO_DEPTH."""
     if isinstance(value, float) and not math.isfinite(value):
         return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
-    if value is None or isinstance(value, bool | int | float | str):
+    if isinstance(value, str):
+        return text_of(value if len(value) <= MAX_ECHO_CHARS else value[:MAX_ECHO_CHARS] + "...")
+    if value is None or isinstance(value, bool | int | float):
         return value
     if isinstance(value, list | tuple | dict) and depth >= MAX_ECHO_DEPTH:
         return "..."
     if isinstance(value, list | tuple):
-        return [_json_safe(v, depth + 1) for v in value]
+        items = [_json_safe(v, depth + 1) for v in value[:MAX_ECHO_ITEMS]]
+        return [*items, "..."] if len(value) > MAX_ECHO_ITEMS else items
     if isinstance(value, dict):
-        return {str(k): _json_safe(v, depth + 1) for k, v in value.items()}
+        pairs = list(value.items())
+        shown = {text_of(str(k)): _json_safe(v, depth + 1) for k, v in pairs[:MAX_ECHO_ITEMS]}
+        return {**shown, "...": "..."} if len(pairs) > MAX_ECHO_ITEMS else shown
     return repr(value)
 
 

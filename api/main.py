@@ -23,6 +23,7 @@ from api.deps import Admission, require_token
 from api.docs import install_docs
 from api.errors import install_error_handlers
 from api.job_metrics import JobCollector
+from api.json_text import LoneSurrogates
 from api.metrics import AppMetrics, RequestMetrics, metrics_router
 from api.routes import attribution, health, jobs, online, traces
 from litehit.db.session import session_scope
@@ -90,6 +91,7 @@ def create_app(settings: Settings | None = None, *, enqueue: Callable[..., None]
     app.state.enqueue = send
     install_error_handlers(app)
     install_docs(app)
+    app.add_middleware(LoneSurrogates, exempt=_is_upload)  # inside the body limit: bounded bodies only
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes, exempt=_is_upload)
     app.state.metrics = metrics = AppMetrics([JobCollector(settings.db_url)])
     app.add_middleware(RequestMetrics, metrics=metrics)  # outermost: 413s counted too

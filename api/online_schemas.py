@@ -11,10 +11,13 @@ from fastapi import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from api.examples import ONLINE_INSTANCE
+from litehit.limits import BATCH_MAX, NAME_MAX
 
 __all__ = ["InstanceId", "TraceQueryBatch", "TraceQueryBody"]
 
-InstanceId = Annotated[str, Path(description="the instance's instance_id", examples=[ONLINE_INSTANCE])]
+InstanceId = Annotated[
+    str, Path(max_length=NAME_MAX, description="the instance's instance_id", examples=[ONLINE_INSTANCE])
+]
 
 
 class TraceQueryBody(BaseModel):
@@ -32,4 +35,6 @@ class TraceQueryBody(BaseModel):
 class TraceQueryBatch(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    requests: list[TraceQueryBody] = Field(min_length=1, description="applied in order")
+    requests: list[TraceQueryBody] = Field(
+        min_length=1, max_length=BATCH_MAX, description=f"applied in order (at most {BATCH_MAX:,})"
+    )

@@ -20,6 +20,7 @@ from prometheus_client.registry import Collector
 from api.body_limit import BodyLimit
 from api.docs import install_docs
 from api.errors import install_error_handlers
+from api.json_text import LoneSurrogates
 from api.metrics import AppMetrics, RequestMetrics, metrics_router
 from litehit.settings import Settings
 
@@ -86,6 +87,7 @@ def create_owner_app(
     app.state.settings = settings
     install_error_handlers(app)
     install_docs(app)
+    app.add_middleware(LoneSurrogates)  # inside the body limit: it reads bounded bodies only
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
     app.state.metrics = metrics = AppMetrics(collectors(app))
     app.add_middleware(RequestMetrics, metrics=metrics)

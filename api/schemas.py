@@ -14,6 +14,7 @@ from litehit.jobs.base import JobKind, TraceKind
 from litehit.jobs.kinds import Kind
 from litehit.jobs.query import QueryKind
 from litehit.jobs.views import public_model
+from litehit.limits import LANES_MAX
 from litehit.spec import ReplaySpec, Text
 
 T = TypeVar("T")
@@ -77,10 +78,13 @@ class ReplayCreate(ReplaySpec):
     )
     output_result_path: str = Field(default="", description="ignored: the service publishes the facts under the job")
     block_sizes: list[Annotated[int, Field(ge=1, le=2**31)]] | None = Field(
-        default=None, min_length=1, description="shorthand: analysis block sizes, multiples of block_size"
+        default=None,
+        min_length=1,
+        max_length=LANES_MAX,
+        description="shorthand: analysis block sizes, multiples of block_size",
     )
     ttl_seconds: list[Annotated[int, Field(ge=0, le=2**40)]] | None = Field(
-        default=None, min_length=1, description="shorthand: one lane group per TTL (0 = pure LRU)"
+        default=None, min_length=1, max_length=LANES_MAX, description="shorthand: one lane group per TTL (0 = pure LRU)"
     )
     model: Text | None = Field(default=None, description="shorthand: KV bytes per token from this model preset")
     kv_dtype: Literal["bf16", "fp16", "fp8"] | None = Field(default=None, description="shorthand: the model's KV type")

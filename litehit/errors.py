@@ -25,6 +25,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from litehit.limits import ISSUES_SHOWN
+
 __all__ = [
     "ConfigError",
     "ConfigIssue",
@@ -59,8 +61,11 @@ class ConfigError(LiteHitError):
     """A spec is invalid; every issue names the field path and the bad value."""
 
     def __init__(self, issues: list[ConfigIssue]) -> None:
-        self.issues = issues
-        super().__init__("; ".join(str(i) for i in issues))
+        self.issues = issues[:ISSUES_SHOWN]  # a 100,000-element list of bad values is not 100,000 issues
+        text = "; ".join(str(i) for i in self.issues)
+        if len(issues) > ISSUES_SHOWN:
+            text += f"; and {len(issues) - ISSUES_SHOWN} more issues"
+        super().__init__(text)
 
 
 class TraceError(LiteHitError):

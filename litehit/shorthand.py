@@ -18,6 +18,7 @@ from typing import Any
 
 from litehit.errors import ConfigError, ConfigIssue
 from litehit.kv_models import DEFAULT_BYTES_PER_TOKEN, DEFAULT_KV_DTYPE, KV_BYTES_ASSUMED, KV_DTYPE_BYTES, model_named
+from litehit.limits import LANES_MAX
 from litehit.spec import TraceFormat
 from litehit.traces.format_table import FORMATS
 
@@ -91,6 +92,16 @@ def shorthand_config(
         raise ConfigError([ConfigIssue(name("block_sizes"), s.block_sizes, "expected positive integers")])
     if not ttls or any(isinstance(v, bool) or v < 0 for v in ttls):
         raise ConfigError([ConfigIssue(name("ttl_seconds"), s.ttl_seconds, "expected integers >= 0")])
+    if len(sizes) * len(ttls) > LANES_MAX:
+        raise ConfigError(
+            [
+                ConfigIssue(
+                    name("block_sizes"),
+                    f"{len(sizes)} block sizes x {len(ttls)} TTLs",
+                    f"at most {LANES_MAX:,} lanes (block sizes x TTLs)",
+                )
+            ]
+        )
     per_block = None if s.block_bytes is None else _positive(name("block_bytes"), s.block_bytes)
     per_token = _kv_bytes_per_token(s, name)
     groups, instances = [], []

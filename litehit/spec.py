@@ -28,6 +28,7 @@ from pydantic import (
     Field,
     StrictBool,
     StrictStr,
+    StringConstraints,
     ValidationError,
     model_validator,
 )
@@ -35,6 +36,7 @@ from pydantic_core import ErrorDetails, PydanticCustomError
 
 from litehit.errors import ConfigError, ConfigIssue
 from litehit.kv_models import DEFAULT_KV_DTYPE, KV_DTYPE_BYTES, model_named
+from litehit.limits import CAPACITIES_MAX, GROUPS_MAX, LANES_MAX, NAME_MAX, SPECS_MAX
 
 __all__ = [
     "InstanceGroup",
@@ -92,7 +94,10 @@ def _json_integer(lo: int, hi: int) -> BeforeValidator:
 def _json_double(value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ValueError("expected a number")
-    return float(value)
+    try:
+        return float(value)
+    except OverflowError:  # an integer of hundreds of digits
+        raise ValueError("number out of range (beyond a double)") from None
 
 
 def _no_nul(value: str) -> str:
@@ -103,6 +108,8 @@ def _no_nul(value: str) -> str:
 
 Text = Annotated[StrictStr, AfterValidator(_no_nul)]
 """A JSON string without NUL bytes: names, ids and paths reach C strings, file systems and SQL."""
+Name = Annotated[StrictStr, StringConstraints(max_length=NAME_MAX), AfterValidator(_no_nul)]
+"""A name or id stored in SQL (an instance, a group): at most NAME_MAX characters."""
 Int32 = Annotated[int, _json_integer(*INT32)]
 Int64 = Annotated[int, _json_integer(*INT64)]
 UInt64 = Annotated[int, _json_integer(*UINT64)]
@@ -140,9 +147,10 @@ class _Section(BaseModel):
 
 
 class InstanceGroup(_Section):
-    name: Text = Field(default="", description="the group's name; instances join it by instance_group_name")
+    name: Name = Field(default="", description="the group's name; instances join it by instance_group_name")
     capacity_gb: list[Double] = Field(
         default_factory=list,
+        max_length=CAPACITIES_MAX,
         description="capacity slots in binary GiB (online: hits and rates per slot; a replay's facts hold every "
         "capacity)",
     )
@@ -205,7 +213,9 @@ class LocationSpecInfo(_Section):
 class LocationSpecGroup(_Section):
     name: Text = Field(default="", description="the spec group's name, unique in the instance")
     spec_names: list[Text] = Field(
-        default_factory=list, description="the specs whose sizes add up to the group's bytes per block"
+        default_factory=list,
+        max_length=SPECS_MAX,
+        description="the specs whose sizes add up to the group's bytes per block",
     )
 
 
@@ -219,15 +229,17 @@ class StateInfo(_Section):
 
 
 class InstanceInfo(_Section):
-    instance_group_name: Text = Field(
+    instance_group_name: Name = Field(
         default="", description="the group it belongs to (its capacities, TTL, prefix hashing)"
     )
-    instance_id: Text = Field(default="", description="the instance's id: one lane of a replay; online, its URL id")
+    instance_id: Name = Field(default="", description="the instance's id: one lane of a replay; online, its URL id")
     block_size: Int32 = Field(default=0, description="tokens per block, a multiple of the trace's block_size")
     location_spec_infos: list[LocationSpecInfo] = Field(
-        default_factory=list, description="the KV-cache layout: bytes per block of each spec"
+        default_factory=list, max_length=SPECS_MAX, description="the KV-cache layout: bytes per block of each spec"
     )
-    location_spec_groups: list[LocationSpecGroup] = Field(default_factory=list, description="named sets of specs")
+    location_spec_groups: list[LocationSpecGroup] = Field(
+        default_factory=list, max_length=SPECS_MAX, description="named sets of specs"
+    )
     linear_step: Int32 = Field(default=0, description="must be 0 (full attention only)")
     optimizer_state_info: StateInfo = Field(default_factory=StateInfo, description="which spec group is full attention")
 
@@ -244,10 +256,14 @@ class ReplaySpec(_Section):
     trace_file_path: Text = Field(default="", description="the trace file")
     output_result_path: Text = Field(default="", description="where the facts CSV is written")
     instance_groups: list[ReplayInstanceGroup] = Field(
-        default_factory=list, description="the groups of instances (capacities, TTL, prefix hashing)"
+        default_factory=list,
+        max_length=GROUPS_MAX,
+        description="the groups of instances (capacities, TTL, prefix hashing)",
     )
-    instances: list[InstanceInfo] = Field(default_factory=list, description="the instances: one lane each")
-    override_instance_id: Text = Field(
+    instances: list[InstanceInfo] = Field(
+        default_factory=list, max_length=LANES_MAX, description="the instances: one lane each"
+    )
+    override_instance_id: Name = Field(
         default="", description="send every request to this instance (not with fanout_all_instances)"
     )
     block_size: UInt64 = Field(default=256, description="tokens per block of the trace (its granularity)")

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from litehit.cli.trace_input import add_trace_arguments, default_kv_note, spec_from_args
 from litehit.errors import ConfigError, ConfigIssue
+from litehit.policies.options import POLICY_NAMES
 
 if TYPE_CHECKING:
     from litehit.policies.options import SweepOptions
@@ -33,7 +34,7 @@ def add_parser(sub: Any) -> None:
         description=(
             "Simulate every lane at fixed cache capacities under each eviction policy, in one pass\n"
             "over the trace (same inputs, lanes, routing and re-blocking as `litehit replay`).\n\n"
-            "  litehit policies TRACE --capacity-gb 1 4 16 [--policies lru,fifo,lfu,gdfs,wa]\n"
+            f"  litehit policies TRACE --capacity-gb 1 4 16 [--policies {','.join(POLICY_NAMES)}]\n"
             "      [--wa-life-seconds S] [--wa-fit-window-seconds 3600] [--wa-refit-seconds 600]\n"
             "      [-o policies.json] [--plot policies.png] [--verify-lru]\n\n"
             "wa: the workload-aware policy of 'KVCache in the Wild': per-category exponential\n"
@@ -52,7 +53,7 @@ def add_parser(sub: Any) -> None:
         help="capacities > 0: binary GiB (1, 512MiB, 1.5TiB), or per lane 20000blocks (exactly that many blocks) "
         "or 1Mtokens (tokens // the lane's block size blocks)",
     )
-    p.add_argument("--policies", default="lru,fifo,lfu,gdfs,wa", help="comma separated (default: all five)")
+    p.add_argument("--policies", default=",".join(POLICY_NAMES), help="comma separated (default: all of them)")
     p.add_argument("--wa-life-seconds", help="WA horizon (default: p90 of the reuse times before the first fit)")
     p.add_argument("--wa-fit-window-seconds", default="3600", help="WA fit window of trace time (default 3600)")
     p.add_argument("--wa-refit-seconds", default="600", help="WA refit period of trace time (default 600)")

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from litehit.cli.outputs import check_plot_flag
 from litehit.cli.trace_input import add_trace_arguments, default_kv_note, spec_from_args
 from litehit.errors import ConfigError, ConfigIssue
+from litehit.policies.options import POLICY_CHOICES
 
 if TYPE_CHECKING:
     from litehit.window.result import DelayStats, LaneWindow, MissReport, WindowResult, WindowSettings
@@ -50,7 +51,7 @@ def add_parser(sub: Any) -> None:
         help="cache capacity > 0: binary GiB (1, 512MiB), or per lane 20000blocks (exactly that many blocks) or "
         "1Mtokens (tokens // the lane's block size blocks)",
     )
-    p.add_argument("--policy", default="lru", help="eviction policy: lru, fifo, lfu, gdfs or wa (default lru)")
+    p.add_argument("--policy", default="lru", help=f"eviction policy: {POLICY_CHOICES} (default lru)")
     p.add_argument("--coverage", default="0.99", help="target share of evicted misses, in (0, 1] (default 0.99)")
     p.add_argument("--entry-bytes", default="24", help="S: bytes per retained entry (default 24)")
     p.add_argument("--load-factor", default="0.8", help="L: hash-table load factor, in (0, 1] (default 0.8)")

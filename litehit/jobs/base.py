@@ -55,6 +55,8 @@ __all__ = [
     "TraceKind",
     "links_of",
     "part_public_model",
+    "value_at",
+    "view_model",
 ]
 
 
@@ -95,6 +97,58 @@ class PartClaims(BaseModel):
     error: str | None = Field(description="why it failed, once failed")
     started_at: datetime | None = Field(description="when the last attempt started (UTC)")
     finished_at: datetime | None = Field(description="when it ended (UTC)")
+
+
+Before = Any
+"""What a view shows of a result field before the part succeeded (None makes the field nullable)."""
+ViewPaths = Mapping[str, tuple[tuple[str, ...], Before]]
+"""A view's field -> (its path in the part's result, what it shows before the part succeeded)."""
+
+
+def _field_at(model: type[BaseModel], path: tuple[str, ...]) -> Any:
+    """The FieldInfo at a path through nested models."""
+    field_info = model.model_fields[path[0]]
+    if len(path) == 1:
+        return field_info
+    nested = field_info.annotation
+    assert isinstance(nested, type) and issubclass(nested, BaseModel), (model, path)
+    return _field_at(nested, path[1:])
+
+
+def value_at(data: Mapping[str, Any], path: tuple[str, ...]) -> Any:
+    """The value at a path through a model's JSON (dicts)."""
+    value: Any = data
+    for name in path:
+        value = value[name]
+    return value
+
+
+def view_model(
+    name: str,
+    doc: str,
+    plan: type[PartPlan],
+    result: type[BaseModel],
+    *,
+    totals: bool,
+    paths: ViewPaths | None = None,
+) -> type[BaseModel]:
+    """The fields a kind's part shows besides its claims: the plan's (the lane's totals only with
+    `totals`), then the result's own fields (each with its default: what the view shows before
+    the part succeeded), or, with `paths`, the fields at those paths in the result (their type
+    and description, nullable when shown as None before the part succeeded)."""
+    skip = () if totals else ("requests_total", "blocks_total")
+    fields: dict[str, Any] = {n: (f.annotation, f) for n, f in plan.model_fields.items() if n not in skip}
+    if paths is None:
+        for n, f in result.model_fields.items():
+            assert not f.is_required(), f"{result.__name__}.{n} needs a default: what a view shows before success"
+            fields.setdefault(n, (f.annotation, f))
+    else:
+        for n, (path, before) in paths.items():
+            source = _field_at(result, path)
+            annotation = source.annotation if before is not None else source.annotation | None
+            fields[n] = (annotation, Field(default=before, description=source.description))
+    model: type[BaseModel] = create_model(name, __doc__=doc, **fields)
+    return model
 
 
 def part_public_model(name: str, view: type[BaseModel]) -> type[BaseModel]:
@@ -242,8 +296,10 @@ class TraceKind(JobKind[SpecT]):
     part_noun: ClassVar[str] = "lane"
     parts_field: ClassVar[str] = "lanes"  # the view's list of parts
     parts_description: ClassVar[str] = "one row per lane"
-    part_view_model: ClassVar[type[BaseModel]]  # the fields a part shows besides its claims
     part_view_name: ClassVar[str]  # "LanePublic": the name of its parts' public model
+    part_view_doc: ClassVar[str] = "One part of the job; its result once succeeded."
+    view_totals: ClassVar[bool] = False  # its parts show their lane's size in the trace
+    view_paths: ClassVar[ViewPaths | None] = None  # None: a part shows its result's own fields
     options_field: ClassVar[str | None] = None  # "sweep": the request field holding its options
     options_model: ClassVar[type[BaseModel] | None] = None
     options_description: ClassVar[str] = ""
@@ -262,6 +318,19 @@ class TraceKind(JobKind[SpecT]):
     @property
     def part_task_name(self) -> str:
         return self.task(self.part_task)
+
+    @functools.cached_property
+    def part_view_model(self) -> type[BaseModel]:
+        """The fields a part shows besides its claims (from its plan and result models)."""
+        name = self.part_view_name.removesuffix("Public") + "View"
+        return view_model(
+            name,
+            self.part_view_doc,
+            self.plan_model(),
+            self.result_model(),
+            totals=self.view_totals,
+            paths=self.view_paths,
+        )
 
     @functools.cached_property
     def part_public(self) -> type[BaseModel]:
@@ -323,7 +392,11 @@ class TraceKind(JobKind[SpecT]):
         self, plan: dict[str, Any], progress: dict[str, Any], result: dict[str, Any] | None
     ) -> dict[str, Any]:
         """The fields a part shows besides its claims, from its plan, progress and result."""
-        return {**plan, **progress, **(result or {})}
+        if result is None:
+            return {**plan, **progress}
+        if self.view_paths is None:
+            return {**plan, **progress, **result}
+        return {**plan, **progress, **{n: value_at(result, path) for n, (path, _) in self.view_paths.items()}}
 
     def public_fields(self) -> dict[str, Any]:
         return {

@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 from litehit.db.states import Stage
 from litehit.jobs.base import Artifact, Merged, PartOutput, PartPlan, TraceCounts, TraceJobSpec, TraceKind
 from litehit.jobs.kinds import Kind
-from litehit.policies.options import SweepOptions
+from litehit.policies.options import POLICY_CHOICES, SweepOptions
 from litehit.storage import SWEEP_PLOT_FILE, SWEEP_RESULT_FILE
 
 if TYPE_CHECKING:
@@ -37,34 +37,16 @@ class SweepPart(PartPlan):
     """One simulation: a lane under one policy at one capacity."""
 
     run: int = Field(description="index of the simulation in the job")
-    policy: str = Field(description="lru, fifo, lfu, gdfs or wa")
+    policy: str = Field(description=POLICY_CHOICES)
     slot: int = Field(description="index in sweep.capacity_gb")
     capacity_gb: float = Field(description="the capacity in binary GiB")
     capacity_blocks: int = Field(description="the capacity in the lane's blocks")
 
 
 class SweepPartResult(BaseModel):
-    """What one simulation counted (the sums its row of policies.json is made of)."""
+    """What one simulation counted (the sums its row of policies.json is made of; a view shows the
+    defaults before it succeeded)."""
 
-    requests: int = Field(description="requests simulated")
-    hit_blocks: int = Field(description="blocks found in the cache")
-    hit_tokens: int = Field(description="tokens of the hit blocks")
-    input_tokens: int = Field(description="input tokens of the requests")
-    hit_ratio: float = Field(description="hit_tokens / input_tokens")
-    evictions: int = Field(description="blocks evicted")
-    details: dict[str, Any] = Field(default_factory=dict, description="wa: what WA learnt; lru_check: the tally")
-
-
-class SweepRunView(BaseModel):
-    """One simulation: a lane under one policy at one capacity; results once succeeded."""
-
-    run: int = Field(description="index of the simulation in the job")
-    lane: int = Field(description="position of the lane in the config's instances, from 0")
-    instance_id: str = Field(description="the lane's instance_id")
-    policy: str = Field(description="lru, fifo, lfu, gdfs or wa")
-    slot: int = Field(description="index in sweep.capacity_gb")
-    capacity_gb: float = Field(description="the capacity in binary GiB")
-    capacity_blocks: int = Field(description="the capacity in the lane's blocks")
     requests: int = Field(default=0, description="requests simulated")
     hit_blocks: int = Field(default=0, description="blocks found in the cache")
     hit_tokens: int = Field(default=0, description="tokens of the hit blocks")
@@ -150,7 +132,7 @@ class _SweepMerger:
                 hit_blocks=r.hit_blocks,
                 hit_tokens=r.hit_tokens,
                 input_tokens=r.input_tokens,
-                hit_ratio=r.hit_ratio,
+                hit_ratio=r.hit_ratio or 0.0,
                 evictions=r.evictions,
             )
             if "wa" in r.details and part.lane not in wa:  # WA learns the same at every capacity
@@ -182,8 +164,8 @@ class SweepKind(TraceKind[SweepJobSpec]):
     part_noun = "simulation"
     parts_field = "runs"
     parts_description = "one row per simulation (lane x policy x capacity)"
-    part_view_model = SweepRunView
     part_view_name = "SweepRunPublic"
+    part_view_doc = "One simulation: a lane under one policy at one capacity; results once succeeded."
     options_field = "sweep"
     options_model = SweepOptions
     options_description = "the policies and capacities to simulate"

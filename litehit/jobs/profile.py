@@ -30,14 +30,6 @@ class ProfileJobSpec(TraceJobSpec):
     """A profile has no options: its config's lanes are profiled with their TTLs."""
 
 
-class ProfileLaneView(BaseModel):
-    """One lane of a profile; its whole entry is in profile.json once the job succeeded."""
-
-    lane: int = Field(description="position of the lane in the config's instances, from 0")
-    instance_id: str = Field(description="the lane's instance_id")
-    requests: int = Field(default=0, description="requests profiled")
-
-
 class ProfileRowPublic(BaseModel):
     """The summary of one lane (category null) or one request category of it, from SQL."""
 
@@ -142,8 +134,9 @@ class ProfileKind(TraceKind[ProfileJobSpec]):
     spec_model = ProfileJobSpec
     public_name = "ProfilePublic"
     part_stage = Stage.PROFILE
-    part_view_model = ProfileLaneView
     part_view_name = "ProfileLanePublic"
+    part_view_doc = "One lane of a profile; its whole entry is in profile.json once the job succeeded."
+    view_paths: ClassVar[dict[str, tuple[tuple[str, ...], Any]]] = {"requests": (("overall", "requests"), 0)}
     cancelled = "profile cancelled; nothing published"
     summary_table = ProfileRow
     artifacts: ClassVar[tuple[Artifact, ...]] = (
@@ -181,12 +174,6 @@ class ProfileKind(TraceKind[ProfileJobSpec]):
         self, spec: ProfileJobSpec, runtime: ReplaySpec, plan: ReplayPlan, parts: Sequence[PartPlan]
     ) -> _ProfileMerger:
         return _ProfileMerger(plan)
-
-    def part_view(
-        self, plan: dict[str, Any], progress: dict[str, Any], result: dict[str, Any] | None
-    ) -> dict[str, Any]:
-        requests = result["overall"]["requests"] if result else progress.get("requests", 0)
-        return {**plan, **progress, "requests": requests}
 
     def summary_rows(self, job_id: str, value: Any, spec: ProfileJobSpec) -> list[Any]:
         return list(profile_rows(job_id, value))

@@ -20,6 +20,7 @@ from litehit.errors import ConfigError, ConfigIssue, QueryError, StorageError
 from litehit.jobs.base import Artifact, JobKind, links_of
 from litehit.jobs.kinds import Kind
 from litehit.kv_models import KV_BYTES_ASSUMED, assumed_kv_note
+from litehit.limits import CAPACITIES_MAX, TARGETS_MAX
 from litehit.spec import Text
 from litehit.storage import CURVE_FILE, PLOT_FILE, REPORT_FILE, REQUESTS_FILE, Storage
 
@@ -42,10 +43,13 @@ class QueryCreate(BaseModel):
     facts_path: Text | None = Field(default=None, description="or a facts file inside the storage root")
     capacity_gb: list[float | str] = Field(
         min_length=1,
+        max_length=CAPACITIES_MAX,
         description="binary GiB (negative or inf = infinite), or a string with a unit: 512MiB, 1.5TiB, "
         "20000blocks, 1Mtokens",
     )
-    targets: list[float] | None = Field(default=None, description="fractions of the infinite hit rate")
+    targets: list[float] | None = Field(
+        default=None, max_length=TARGETS_MAX, description="fractions of the infinite hit rate"
+    )
 
 
 class QueryJobSpec(BaseModel):

@@ -48,24 +48,11 @@ class ReplayJobSpec(TraceJobSpec):
 
 
 class ReplayPartResult(BaseModel):
-    """What one lane saw over the whole trace, and the size of its core at the end."""
+    """What one lane saw over the whole trace, and the size of its core at the end (a view shows
+    the defaults before the lane succeeded)."""
 
-    requests: int = Field(description="requests of the lane replayed")
-    blocks: int = Field(description="blocks of the lane replayed")
-    unique_blocks: int = Field(description="distinct block keys the lane saw")
-    memory_bytes: int = Field(description="memory the lane's engine used")
-    expired_blocks: int = Field(description="blocks dropped by the group's TTL")
-
-
-class LaneView(BaseModel):
-    """One lane of a replay: progress and outcome."""
-
-    lane: int = Field(description="position of the lane in the config's instances, from 0")
-    instance_id: str = Field(description="the lane's instance_id")
-    requests: int = Field(default=0, description="requests of the lane replayed so far")
-    requests_total: int = Field(default=0, description="requests of the lane in the trace")
-    blocks: int = Field(default=0, description="blocks of the lane replayed so far")
-    blocks_total: int = Field(default=0, description="blocks of the lane in the trace")
+    requests: int = Field(default=0, description="requests of the lane replayed (so far)")
+    blocks: int = Field(default=0, description="blocks of the lane replayed (so far)")
     unique_blocks: int | None = Field(default=None, description="distinct block keys the lane saw (once succeeded)")
     memory_bytes: int | None = Field(default=None, description="memory the lane's engine used (once succeeded)")
     expired_blocks: int | None = Field(default=None, description="blocks dropped by the group's TTL (once succeeded)")
@@ -130,7 +117,14 @@ class _FactsMerger:
             r = output.result
             assert isinstance(r, ReplayPartResult)
             lanes.append(
-                LaneStats(part.instance_id, r.requests, r.blocks, r.unique_blocks, r.memory_bytes, r.expired_blocks)
+                LaneStats(
+                    part.instance_id,
+                    r.requests,
+                    r.blocks,
+                    r.unique_blocks or 0,
+                    r.memory_bytes or 0,
+                    r.expired_blocks or 0,
+                )
             )
         result = ReplayResult(
             facts_path=self.path,
@@ -173,8 +167,9 @@ class ReplayKind(TraceKind[ReplayJobSpec]):
     spec_model = ReplayJobSpec
     public_name = "ReplayPublic"
     part_stage = Stage.LANES
-    part_view_model = LaneView
     part_view_name = "LanePublic"
+    part_view_doc = "One lane of a replay: progress and outcome."
+    view_totals = True
     parts_description = "one row per lane: progress and outcome"
     chunk_arrays = 3  # each lane's facts of each chunk: segments, their offsets, cut reasons
     cancelled = "cancelled; nothing was published"

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from litehit.spec import ReplaySpec
     from litehit.window.runs import WindowRun
 
-__all__ = ["KIND", "WindowJobSpec", "WindowKind", "WindowPart", "window_settings"]
+__all__ = ["KIND", "WINDOW_VIEW", "WindowJobSpec", "WindowKind", "WindowPart", "window_settings"]
 
 DELAYS = "delays"  # a part's array: its evicted misses' delays (ns), sorted
 
@@ -36,46 +36,23 @@ class WindowPart(PartPlan):
     capacity_blocks: int = Field(description="the sizing's capacity in the lane's blocks")
 
 
-class WindowLaneView(BaseModel):
-    """One lane simulated at the sizing's capacity; its summary once succeeded (the whole lane
-    is in window.json)."""
-
-    lane: int = Field(description="position of the lane in the config's instances, from 0")
-    instance_id: str = Field(description="the lane's instance_id")
-    capacity_blocks: int = Field(description="the sizing's capacity in the lane's blocks")
-    requests: int = Field(default=0, description="requests simulated")
-    evictions: int = Field(default=0, description="blocks evicted")
-    evicted: int = Field(default=0, description="misses whose first uncached block was evicted earlier")
-    no_match: int = Field(default=0, description="misses whose first uncached block was never evicted at this lane")
-    delay_count: int = Field(default=0, description="evicted misses with a measured delay (eviction to the miss)")
-    delay_p50: float | None = Field(default=None, description="median delay from eviction to the miss, seconds")
-    delay_p90: float | None = Field(default=None, description="90th percentile of that delay, seconds")
-    delay_p99: float | None = Field(default=None, description="99th percentile of that delay, seconds")
-    delay_p999: float | None = Field(default=None, description="99.9th percentile of that delay, seconds")
-    delay_max: float | None = Field(default=None, description="longest such delay, seconds")
-    window_s: float | None = Field(default=None, description="W: the smallest window reaching the coverage target")
-    peak_evictions_per_s: int | None = Field(default=None, description="E: the most evictions in one aligned second")
-    memory_bytes: float | None = Field(default=None, description="E x W x entry_bytes / load_factor")
-
-
-def lane_summary(lane: LaneWindow) -> dict[str, Any]:
-    """The view's fields of a sized lane (its summary; the whole lane is in window.json)."""
-    d = lane.delay_s
-    return {
-        "requests": lane.requests,
-        "evictions": lane.evictions,
-        "evicted": lane.outcomes.evicted,
-        "no_match": lane.outcomes.no_match,
-        "delay_count": d.count,
-        "delay_p50": d.p50,
-        "delay_p90": d.p90,
-        "delay_p99": d.p99,
-        "delay_p999": d.p999,
-        "delay_max": d.max,
-        "window_s": lane.window_s,
-        "peak_evictions_per_s": lane.peak_evictions_per_s,
-        "memory_bytes": lane.memory_bytes,
-    }
+WINDOW_VIEW: dict[str, tuple[tuple[str, ...], Any]] = {
+    "requests": (("requests",), 0),
+    "evictions": (("evictions",), 0),
+    "evicted": (("outcomes", "evicted"), 0),
+    "no_match": (("outcomes", "no_match"), 0),
+    "delay_count": (("delay_s", "count"), 0),
+    "delay_p50": (("delay_s", "p50"), None),
+    "delay_p90": (("delay_s", "p90"), None),
+    "delay_p99": (("delay_s", "p99"), None),
+    "delay_p999": (("delay_s", "p999"), None),
+    "delay_max": (("delay_s", "max"), None),
+    "window_s": (("window_s",), None),
+    "peak_evictions_per_s": (("peak_evictions_per_s",), None),
+    "memory_bytes": (("memory_bytes",), None),
+}
+"""The summary a sized lane shows (its whole entry is in window.json): each field, where it is in
+the lane's LaneWindow, and what it shows before the lane succeeded."""
 
 
 def window_settings(options: WindowOptions) -> WindowSettings:
@@ -135,8 +112,11 @@ class WindowKind(TraceKind[WindowJobSpec]):
     spec_model = WindowJobSpec
     public_name = "WindowPublic"
     part_stage = Stage.SIZE
-    part_view_model = WindowLaneView
     part_view_name = "WindowLanePublic"
+    part_view_doc = (
+        "One lane simulated at the sizing's capacity; its summary once succeeded (the whole lane is in window.json)."
+    )
+    view_paths = WINDOW_VIEW
     options_field = "window"
     options_model = WindowOptions
     options_description = "the capacity, policy and coverage of the sizing"
@@ -185,12 +165,6 @@ class WindowKind(TraceKind[WindowJobSpec]):
         self, spec: WindowJobSpec, runtime: ReplaySpec, plan: ReplayPlan, parts: Sequence[PartPlan]
     ) -> _WindowMerger:
         return _WindowMerger(spec)
-
-    def part_view(
-        self, plan: dict[str, Any], progress: dict[str, Any], result: dict[str, Any] | None
-    ) -> dict[str, Any]:
-        summary = lane_summary(LaneWindow.model_validate(result)) if result else {}
-        return {**plan, **progress, **summary}
 
     def publish(self, value: Any, out: Path) -> Path:
         from litehit.publish import publish_bytes

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
 from pydantic import (
     AfterValidator,
@@ -23,6 +23,7 @@ from litehit.errors import ConfigError, ConfigIssue, QueryError
 from litehit.spec import ReplaySpec, config_error
 
 __all__ = [
+    "POLICY_CHOICES",
     "POLICY_NAMES",
     "Capacity",
     "PolicyName",
@@ -34,7 +35,11 @@ __all__ = [
 ]
 
 PolicyName = Literal["lru", "fifo", "lfu", "gdfs", "wa"]
-POLICY_NAMES: tuple[PolicyName, ...] = ("lru", "fifo", "lfu", "gdfs", "wa")
+POLICY_NAMES: tuple[PolicyName, ...] = get_args(PolicyName)
+"""The eviction policies, in the order the CLI and the API list them. The C simulator's codes
+(LH_POLICY_* in core_c/include/lh_policy.h, core_c.policy.POLICIES) are held equal to these by
+tests/litehit/test_declarations.py."""
+POLICY_CHOICES = ", ".join(POLICY_NAMES[:-1]) + " or " + POLICY_NAMES[-1]
 
 
 def _finite_positive(value: float, what: str) -> float:
@@ -98,7 +103,10 @@ class SweepOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     policies: list[PolicyName] = Field(
-        default_factory=lambda: list(POLICY_NAMES), min_length=1, description="policies to simulate (default: all)"
+        default_factory=lambda: list(POLICY_NAMES),
+        min_length=1,
+        max_length=len(POLICY_NAMES),
+        description="policies to simulate, each once (default: all)",
     )
     capacity_gb: list[Capacity] = Field(
         min_length=1,

@@ -88,8 +88,8 @@ class Skew(BaseModel):
 class Metrics(BaseModel):
     """One lane, or one request category of it."""
 
-    requests: int
-    input_tokens: int
+    requests: int = Field(description="requests profiled")
+    input_tokens: int = Field(description="their input tokens")
     blocks: int = Field(description="complete blocks")
     hit_blocks: int = Field(description="prefix hit blocks at infinite capacity (TTL applied)")
     hit_tokens: int = Field(description="hit_blocks x block_size")

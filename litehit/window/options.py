@@ -9,7 +9,7 @@ from typing import Annotated, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
-from litehit.policies.options import Capacity, PolicyName
+from litehit.policies.options import POLICY_CHOICES, Capacity, PolicyName
 from litehit.spec import config_error
 
 __all__ = ["EstimateOptions", "WindowOptions", "parse_estimate_options", "parse_window_options"]
@@ -68,7 +68,7 @@ class WindowOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    policy: PolicyName = Field(default="lru", description="lru, fifo, lfu, gdfs or wa")
+    policy: PolicyName = Field(default="lru", description=POLICY_CHOICES)
     capacity_gb: Capacity = Field(
         description="> 0: binary GiB (a number, or 512MiB, 1.5TiB), or per lane 20000blocks, 1Mtokens"
     )

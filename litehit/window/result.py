@@ -27,12 +27,12 @@ class DelayStats(BaseModel):
     timestamp of the request whose commit evicted it). Nearest rank: the p-quantile of n sorted
     delays is the one at rank ceil(p x n). null when count is 0."""
 
-    count: int
-    p50: float | None
-    p90: float | None
-    p99: float | None
-    p999: float | None = Field(description="p99.9")
-    max: float | None
+    count: int = Field(description="evicted misses with a measured delay (eviction to the miss)")
+    p50: float | None = Field(description="median delay from eviction to the miss, seconds")
+    p90: float | None = Field(description="90th percentile of that delay, seconds")
+    p99: float | None = Field(description="99th percentile of that delay, seconds")
+    p999: float | None = Field(description="99.9th percentile of that delay, seconds")
+    max: float | None = Field(description="longest such delay, seconds")
 
 
 class CoveragePoint(BaseModel):
@@ -68,8 +68,8 @@ class LaneWindow(BaseModel):
         "tokens // block_size"
     )
     policy: str
-    requests: int
-    evictions: int
+    requests: int = Field(description="requests simulated")
+    evictions: int = Field(description="blocks evicted")
     outcomes: Outcomes
     delay_s: DelayStats
     coverage: list[CoveragePoint]

@@ -11,7 +11,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SOURCE_DIRS = ("core_c", "litehit", "worker", "api", "migrations")
 SKIPPED_DIRS = {"tests", "build", "dist", "__pycache__"}
 

@@ -72,7 +72,7 @@ def naive_smallest_blocks(
 @pytest.fixture(scope="module")
 def replayed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:
     out = tmp_path_factory.mktemp("replay")
-    trace = Path(__file__).resolve().parents[1] / "examples" / "data" / "conversation_trace.jsonl"
+    trace = Path(__file__).resolve().parents[2] / "examples" / "data" / "conversation_trace.jsonl"
     done = run("replay", str(trace), "-o", str(out), "--target-hit-rate", "0.3,0.5")
     assert done.returncode == 0, done.stderr
     return out / "litehit_facts.csv", done

@@ -12,7 +12,7 @@ import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 # Lowest first. migrations/ ships inside the domain package as litehit.migrations.
 LAYERS = ("core_c", "litehit", "worker", "api")
@@ -135,3 +135,59 @@ def test_the_console_script_is_the_domain_cli() -> None:
     from litehit.cli import main
 
     assert callable(main)
+
+
+def cli_imports_from_the_domain(root: Path) -> list[str]:
+    """``file:line: <module> imports <name>`` for every import of litehit.cli by a domain module
+    outside litehit.cli (the domain never depends on its command line)."""
+    found = []
+    directory = root / "litehit"
+    for path in sorted(directory.rglob("*.py")):
+        module = module_name(path, directory, "litehit")
+        if module == "litehit.cli" or module.startswith("litehit.cli."):
+            continue
+        for line, name in imports(path.read_text(encoding="utf-8"), module, path.name == "__init__.py"):
+            if name == "litehit.cli" or name.startswith("litehit.cli."):
+                found.append(f"{path.relative_to(root)}:{line}: {module} imports {name}")
+    return found
+
+
+def test_the_domain_never_imports_its_cli(tmp_path: Path) -> None:
+    assert cli_imports_from_the_domain(ROOT) == []
+    (tmp_path / "litehit" / "cli").mkdir(parents=True)
+    (tmp_path / "litehit" / "report.py").write_text("from litehit.cli.lane_summary import x\n")
+    (tmp_path / "litehit" / "cli" / "replay.py").write_text("from litehit.cli import progress\n")
+    assert cli_imports_from_the_domain(tmp_path) == [
+        "litehit/report.py:1: litehit.report imports litehit.cli.lane_summary"
+    ]
+
+
+HEAVY = ("core_c", "numpy", "matplotlib")
+
+
+def test_the_api_process_loads_no_engine_numpy_or_matplotlib(tmp_path: Path) -> None:
+    """A fresh interpreter imports api.main, builds the app with every route of every job kind and
+    its OpenAPI document: the C engine, numpy and matplotlib stay unloaded (only workers run
+    jobs, draw plots and build report pages)."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys\n"
+        "import api.main\n"
+        "from litehit.settings import Settings\n"
+        f"app = api.main.create_app(Settings(home={str(tmp_path)!r}), enqueue=lambda *a: None)\n"
+        "app.openapi()\n"
+        f"print(sorted(m for m in sys.modules if m.split('.')[0] in {HEAVY!r}))\n"
+    )
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, check=False)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "[]"
+
+
+def test_worker_is_the_celery_adapter_only() -> None:
+    """worker/ holds the Celery app and its signals, the tasks made from the registry and the
+    worker's metrics: no job logic (submission, stages, state, recovery live in litehit.jobs)."""
+    modules = sorted(p.name for p in (ROOT / "worker").glob("*.py"))
+    assert modules == ["__init__.py", "celery_app.py", "metrics.py", "tasks.py"]
+    assert not [p for p in (ROOT / "worker").iterdir() if p.is_dir() and p.name != "__pycache__"]

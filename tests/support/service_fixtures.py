@@ -29,7 +29,7 @@ import redis
 from litehit.db.migrate import downgrade, upgrade
 from litehit.settings import Settings
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PG_ADMIN = os.environ.get("LITEHIT_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
 
 

@@ -12,7 +12,7 @@ from core_c._core import lib
 from core_c.errors import CoreInvalidArgument
 from core_c.scan import FORMAT_CODES, TRACE_FORMATS, TraceFormatInfo, TraceScanner, format_of_keys
 
-DATA = Path(__file__).resolve().parent.parent / "examples" / "data"
+DATA = Path(__file__).resolve().parents[2] / "examples" / "data"
 
 # One read row per format.
 ROWS = {

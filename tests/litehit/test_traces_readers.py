@@ -187,7 +187,7 @@ SAMPLE_STANDARD_FACTS = (
 
 
 def mooncake_slice(lines: int) -> bytes:
-    data = (Path(__file__).resolve().parent.parent / "examples/data/conversation_trace.jsonl").read_bytes()
+    data = (Path(__file__).resolve().parents[2] / "examples/data/conversation_trace.jsonl").read_bytes()
     return b"".join(data.splitlines(keepends=True)[:lines])
 
 

@@ -43,7 +43,7 @@ def test_the_suite_keeps_its_own_settings_and_drops_litehit_settings(tmp_path: P
     )
     env = {
         **os.environ,
-        "PYTHONPATH": str(ROOT / "tests"),
+        "PYTHONPATH": str(ROOT / "tests" / "support"),
         "LITEHIT_TEST_PG": "postgresql://probe@127.0.0.1:1/probe",
         "LITEHIT_DATABASE_URL": "sqlite:////nonexistent/probe.db",
         "LITEHIT_HOME": "/nonexistent/probe-home",

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-CORE = Path(__file__).resolve().parent.parent / "core_c"
+CORE = Path(__file__).resolve().parents[2] / "core_c"
 PROGRAMS = sorted((CORE / "tests").glob("test_*.c"))
 
 

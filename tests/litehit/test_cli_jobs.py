@@ -82,3 +82,47 @@ def test_migrate_creates_the_schema_once_and_is_idempotent(home: Path, capsys: p
     assert current_revision(url) == SCHEMA_HEAD
     assert main(["migrate"]) == 0
     assert capsys.readouterr().out == f"database at revision {SCHEMA_HEAD}\n"
+
+
+def test_every_kind_is_recorded_as_the_service_records_it(
+    home: Path, data_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """policies, window and profile runs are jobs too: the job row, one succeeded part row per
+    part with its result (as the API shows parts), and the kind's summary rows."""
+    trace = str(data_dir / "conversation_trace.jsonl")
+    runs = {
+        "policy_sweep": ["policies", trace, "--capacity-gb", "1", "4", "--policies", "lru,fifo"],
+        "window": ["window", trace, "--capacity-gb", "1"],
+        "profile": ["profile", trace, "--block-sizes", "512,1024", "-o", str(tmp_path / "p.json")],
+    }
+    ids = {}
+    for kind, argv in runs.items():
+        assert main(argv) == 0
+        ids[kind] = capsys.readouterr().out.split("job: ")[1].split()[0]
+    for kind, job_id in ids.items():
+        assert main(["jobs", "--kind", kind]) == 0
+        listed = capsys.readouterr().out.splitlines()[1:]
+        assert [line.split()[:4] for line in listed] == [[job_id, kind, "cli", "succeeded"]]
+    assert main(["jobs", "--show", ids["policy_sweep"]]) == 0
+    sweep = json.loads(capsys.readouterr().out)
+    assert [(r["policy"], r["capacity_gb"], r["state"]) for r in sweep["runs"]] == [
+        ("lru", 1.0, "succeeded"),
+        ("lru", 4.0, "succeeded"),
+        ("fifo", 1.0, "succeeded"),
+        ("fifo", 4.0, "succeeded"),
+    ]
+    assert all(r["requests"] == 12031 and r["hit_ratio"] > 0 for r in sweep["runs"])
+    assert main(["jobs", "--show", ids["window"]]) == 0
+    window = json.loads(capsys.readouterr().out)
+    assert [lane["instance_id"] for lane in window["lanes"]] == ["b512"]
+    assert window["lanes"][0]["evicted"] + window["lanes"][0]["no_match"] > 0
+    assert main(["jobs", "--show", ids["profile"]]) == 0
+    profile = json.loads(capsys.readouterr().out)
+    assert [lane["requests"] for lane in profile["lanes"]] == [12031, 12031]
+    assert [(s["instance_id"], s["category"]) for s in profile["summaries"]] == [
+        ("b512", None),
+        ("b512", "all"),
+        ("b1024", None),
+        ("b1024", "all"),
+    ]
+    assert profile["output_path"] == str((tmp_path / "p.json").resolve())

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from oracle import INF, NaiveLru, naive_hit_thresholds
 
-DATA = Path(__file__).resolve().parent.parent / "examples" / "data"
+DATA = Path(__file__).resolve().parents[2] / "examples" / "data"
 TRACE_BLOCK = 512  # tokens per hash_id in the Mooncake trace
 
 GOLDEN = [
