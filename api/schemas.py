@@ -5,12 +5,11 @@ of a kind over a trace is ReplayCreate plus its options, its answer ``public_mod
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated, Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from litehit.jobs.base import JobKind, TraceKind
+from litehit.jobs.base import JobKind, TraceKind, UTCDateTime
 from litehit.jobs.kinds import Kind
 from litehit.jobs.query import QueryKind
 from litehit.jobs.views import public_model
@@ -58,7 +57,7 @@ class TracePublic(BaseModel):
     trace_format: str = Field(
         description="standard, mooncake, qwen_bailian or publisher_log (sniffed from the first row)"
     )
-    created_at: datetime = Field(description="when the upload finished (UTC)")
+    created_at: UTCDateTime = Field(description="when the upload finished (UTC)")
 
 
 class ReplayCreate(ReplaySpec):

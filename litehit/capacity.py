@@ -23,7 +23,9 @@ __all__ = [
     "UNITS_HELP",
     "CapacitySlot",
     "capacity_blocks",
+    "counted",
     "format_bytes",
+    "format_seconds",
     "parse_capacities",
 ]
 
@@ -81,7 +83,7 @@ class CapacitySlot:
             return f"{self.capacity_gb:g} GiB"
         if self.unit == "bytes":
             return format_bytes(self.count)
-        return f"{self.count:,} {self.unit}"
+        return counted(self.count, self.unit.removesuffix("s"))
 
     @property
     def capacity_bytes(self) -> int:
@@ -110,6 +112,19 @@ class CapacitySlot:
         if block_bytes <= 0:
             raise ValueError("block_bytes must be positive")
         return min(self.count // block_bytes, INT64_MAX)
+
+
+def counted(n: int, noun: str) -> str:
+    """``1 block``, ``20,000 blocks``: a count with its noun, singular for exactly one."""
+    return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"
+
+
+def format_seconds(seconds: float) -> str:
+    """A duration as people read it: whole seconds from 100 s on (``1,797 s``), else three
+    significant digits (``14.6 s``, ``0.5 s``). Results files keep the exact values."""
+    if seconds >= 100:
+        return f"{seconds:,.0f} s"
+    return f"{seconds:.3g} s"
 
 
 def format_bytes(n: int) -> str:

@@ -17,7 +17,7 @@ import numpy.typing as npt
 from core_c.query import FactsChunk, FactsReader
 from litehit.errors import FactsError, TraceError
 from litehit.replay.render import EXTENDED_HEADER, FACTS_HEADER
-from litehit.traces.source import CHUNK_BYTES, iter_text_chunks, open_trace
+from litehit.traces.source import CHUNK_BYTES, LFS_HINT, LFS_POINTER, READ_ERRORS, iter_text_chunks, open_trace
 
 __all__ = ["FactsStream", "InstanceIndex"]
 
@@ -69,13 +69,20 @@ class FactsStream:
             except TraceError as exc:
                 raise FactsError(self.path, 0, f"failed to open facts file: {exc.message}") from None
             with stream:
-                header = stream.readline()
+                try:
+                    header = stream.readline()
+                except READ_ERRORS as exc:  # a truncated .gz, a corrupt .zst
+                    raise FactsError(
+                        self.path, 0, f"cannot read (corrupt or truncated compressed data?): {exc}"
+                    ) from None
                 if not header:
                     raise FactsError(self.path, 0, "facts file is empty")
                 if header == FACTS_HEADER:
                     self.extended = False
                 elif header == EXTENDED_HEADER:
                     self.extended = True
+                elif header.startswith(LFS_POINTER):
+                    raise FactsError(self.path, 1, LFS_HINT)
                 else:
                     raise FactsError(self.path, 1, "facts file header mismatch")
                 try:

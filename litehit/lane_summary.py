@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from litehit.capacity import format_bytes
+from litehit.capacity import counted, format_bytes
 from litehit.curve import CurvePoint, InstanceCurve, exact_curves
 from litehit.errors import QueryError
 
@@ -109,7 +109,7 @@ def summarize_facts(
 
 
 def _where(p: CurvePoint) -> str:
-    blocks = f" ({p.capacity_blocks:,} blocks)" if p.capacity_blocks is not None else ""
+    blocks = f" ({counted(p.capacity_blocks, 'block')})" if p.capacity_blocks is not None else ""
     return f"{format_bytes(p.capacity_bytes)}{blocks}"
 
 

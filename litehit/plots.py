@@ -111,15 +111,15 @@ def plot_facts(
             label=f"{curve.instance_id}  (∞: {curve.plateau.hit_rate:.1%})",
         )
         ax.axhline(curve.plateau.hit_rate, color=color, ls=(0, (1, 3)), lw=0.9, alpha=0.7)
-        for fraction, index in sorted(curve.targets.items()):
+        for k, (fraction, index) in enumerate(sorted(curve.targets.items())):
             point = curve.point(index)
             x = min(max(point.capacity_bytes, 1) / GIB, MAX_AXIS_GIB)
             ax.plot([x], [point.hit_rate], marker=MARKERS[i % len(MARKERS)], ms=9, mfc="none", mec=color, mew=1.6)
-            ax.annotate(
+            ax.annotate(  # targets close on the curve (90, 95, 99 %): their labels step down, never overlap
                 f"{fraction:.0%}",
                 (x, point.hit_rate),
                 textcoords="offset points",
-                xytext=(5, -11),
+                xytext=(6, -11 - 9 * k),
                 fontsize=7,
                 color=color,
             )

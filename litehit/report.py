@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from litehit.capacity import GIB, CapacitySlot, format_bytes
+from litehit.capacity import GIB, CapacitySlot, counted, format_bytes
 from litehit.curve import CurvePoint, InstanceCurve, exact_curves
 from litehit.errors import ConfigError
 from litehit.kv_models import assumed_kv_note
@@ -170,7 +170,7 @@ def _lede(lanes: Sequence[LaneSummary], result: QueryResult) -> str:
 
 
 def _where(p: CurvePoint) -> str:
-    blocks = f" ({p.capacity_blocks:,} blocks)" if p.capacity_blocks is not None else ""
+    blocks = f" ({counted(p.capacity_blocks, 'block')})" if p.capacity_blocks is not None else ""
     return f"{format_bytes(p.capacity_bytes)}{blocks}"
 
 

@@ -13,6 +13,7 @@ with ``kv_dtype``, or ``kv_bytes_per_token``: see ReplayInstanceGroup).
 
 from __future__ import annotations
 
+import difflib
 import json
 import math
 from collections.abc import Set as AbstractSet
@@ -301,10 +302,21 @@ class ReplaySpec(_Section):
 
     def unknown_fields(self) -> list[str]:
         """Paths of config fields this spec does not know (kept, but ignored)."""
-        found: list[str] = []
+        return [issue.path for issue in self.unknown_field_issues()]
+
+    def unknown_field_issues(self) -> list[ConfigIssue]:
+        """Each config field this spec does not know, as an issue naming it, its value and, when
+        a known field of its section is spelled alike, that field ("modle": did you mean model?).
+        A valid config keeps them (warnings); an invalid one lists them first: a typo is the
+        likeliest cause of the errors after it."""
+        found: list[ConfigIssue] = []
 
         def walk(model: BaseModel, path: str) -> None:
-            found.extend(f"{path}{k}" for k in (model.model_extra or {}))
+            known = list(type(model).model_fields)
+            for k, value in (model.model_extra or {}).items():
+                alike = difflib.get_close_matches(k, known, n=1, cutoff=0.75)
+                hint = f" (did you mean {alike[0]}?)" if alike else ""
+                found.append(ConfigIssue(f"{path}{k}", value, f"unknown field{hint}: a replay does not use it"))
             for name in type(model).model_fields:
                 value = getattr(model, name)
                 if isinstance(value, BaseModel):
@@ -363,7 +375,7 @@ def parse_replay_spec(data: Any) -> ReplaySpec:
         raise config_error(exc) from None
     issues = check_replay_spec(spec)
     if issues:
-        raise ConfigError(issues)
+        raise ConfigError(spec.unknown_field_issues() + issues)
     return spec
 
 
@@ -384,6 +396,26 @@ def load_replay_config(path: str | Path) -> ReplaySpec:
             [ConfigIssue("", str(path), "Failed to parse LiteHit config file: nesting too deep")]
         ) from None
     return parse_replay_spec(data)
+
+
+def routing_issues(spec: ReplaySpec, fmt: str) -> list[ConfigIssue]:
+    """Rows of a format without instance ids (litehit.traces.format_table) go to the only lane, or
+    follow override_instance_id or fanout_all_instances: several lanes without either cannot be
+    routed (known as soon as the format is, before any row is read)."""
+    from litehit.traces.format_table import INSTANCELESS
+
+    if spec.fanout_all_instances or spec.override_instance_id or fmt not in INSTANCELESS:
+        return []
+    if len(spec.instances) == 1:
+        return []
+    return [
+        ConfigIssue(
+            "instances",
+            [inst.instance_id for inst in spec.instances],
+            f"{fmt} rows carry no instance id: with {len(spec.instances)} instances set "
+            "override_instance_id or fanout_all_instances",
+        )
+    ]
 
 
 def check_replay_spec(spec: ReplaySpec) -> list[ConfigIssue]:

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from litehit.capacity import DEFAULT_TARGETS, GIB, UNITS_HELP, parse_capacities
+from litehit.capacity import DEFAULT_TARGETS, GIB, UNITS_HELP, counted, parse_capacities
 from litehit.cli.facts_input import check_facts_file
 from litehit.cli.outputs import publish_bytes
 from litehit.errors import QueryError
@@ -175,14 +175,14 @@ def _hit_rate_target(curve: InstanceCurve, rate: float) -> dict[str, Any]:
 def print_curve_summary(curves: list[InstanceCurve], hit_rates: list[float] | None = None) -> None:
     for curve in curves:
         p = curve.plateau
-        where = f" ({p.capacity_blocks:,} blocks)" if p.capacity_blocks is not None else ""
+        where = f" ({counted(p.capacity_blocks, 'block')})" if p.capacity_blocks is not None else ""
         print(
             f"{curve.instance_id}: {curve.requests:,} requests, {len(curve):,} breakpoints; infinite capacity "
             f"{p.hit_rate:.2%}, reached at {p.capacity_gib:.4g} GiB{where}"
         )
         for fraction, i in sorted(curve.targets.items()):
             t = curve.point(i)
-            where = f" ({t.capacity_blocks:,} blocks)" if t.capacity_blocks is not None else ""
+            where = f" ({counted(t.capacity_blocks, 'block')})" if t.capacity_blocks is not None else ""
             print(f"  {fraction:>6.1%} of it ({t.hit_rate:.2%}) from {t.capacity_gib:.4g} GiB{where}")
         for rate in hit_rates or []:
             print(f"  {target_line(curve, rate)}")

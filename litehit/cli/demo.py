@@ -37,8 +37,11 @@ def _run(args: argparse.Namespace) -> int:
     from litehit.cli.query import print_table
     from litehit.cli.replay import print_summary
     from litehit.cli.run_kind import run_kind
-    from litehit.cli.trace_input import shorthand_config
+    from litehit.cli.trace_input import default_kv_note, lane_legend, shorthand_config
     from litehit.curve import exact_curves
+    from litehit.jobs.kinds import Kind
+    from litehit.jobs.query import QueryJobSpec
+    from litehit.jobs.records import JobRecorder
     from litehit.jobs.replay import KIND as REPLAY
     from litehit.plots import plot_facts
     from litehit.publish import AtomicPublisher, make_output_dir
@@ -59,21 +62,35 @@ def _run(args: argparse.Namespace) -> int:
         workers=2,
         extended=True,
     )
+    note = default_kv_note(ns)
     print(f"1. replay {args.trace} once -> capacity-independent facts")
-    run, _ = run_kind(REPLAY, parse_replay_spec(shorthand_config(ns, str(args.output))), None, ns, label="replay")
+    spec = parse_replay_spec(shorthand_config(ns, str(args.output)))
+    run, replay_job = run_kind(REPLAY, spec, None, ns, label="replay")
     result = run.merged.value
     print_summary(result)
+    print(f"   {lane_legend(spec)}")
     facts = result.facts_path
     print(f"\n2. query the facts at {' '.join(CAPACITIES)} GiB (-1 = infinite)")
     query_out = args.output / "query.jsonl"
-    with AtomicPublisher(query_out) as out:
-        summary = query_facts(facts, parse_capacities(CAPACITIES), out)
-        out.commit()
+    slots = parse_capacities(CAPACITIES)
+    query = QueryJobSpec(capacity_gb=[s.recorded_gb for s in slots], targets=[], facts_path=str(facts.resolve()))
+    with JobRecorder(Kind.QUERY, query.model_dump(mode="json")) as record:
+        with AtomicPublisher(query_out) as out:
+            summary = query_facts(facts, slots, out)
+            out.commit()
+        record.query_succeeded(summary, str(query_out.resolve()))
     print_table(summary)
     print(f"   per-request rows: {query_out}")
+    print("   (total: every lane added up, as the original query reports it; lanes of different block sizes or")
+    print("   TTLs ask different questions: compare them lane by lane)")
     print("\n3. the exact hit-rate curve over all capacities")
     print_curve_summary(exact_curves(facts))
     print("\n4. plots")
     for path in plot_facts(facts, args.output / "plots", capacities=parse_capacities(["1", "4", "16"])):
         print(f"   {path}")
+    if note:
+        print(f"\n{note}")
+    jobs = [j for j in (replay_job, record.job_id) if j]
+    if jobs:
+        print(f"jobs: {', '.join(jobs)} (litehit jobs)")
     return 0

@@ -6,10 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from litehit.errors import FactsError, TraceError
-from litehit.traces.source import open_trace
+from litehit.traces.source import READ_ERRORS, open_trace
 
 __all__ = ["check_facts_file"]
 
+UNREADABLE: tuple[type[BaseException], ...] = (TraceError, *READ_ERRORS)
 TRACE_HINT = "this looks like a trace, not a facts file: run `litehit replay` first"
 
 
@@ -23,7 +24,7 @@ def check_facts_file(path: Path) -> None:
     try:
         with open_trace(path) as stream:
             head = stream.read(64).lstrip()
-    except (OSError, TraceError, EOFError):
+    except UNREADABLE:
         return  # the facts reader reports it with its own words
     if head.startswith((b"{", b"[")):
         raise FactsError(str(path), 0, TRACE_HINT)

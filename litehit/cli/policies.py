@@ -148,10 +148,10 @@ def _capacity_label(r: PolicyResult) -> str:
     """``2 GiB`` as before; a capacity in blocks or tokens as its blocks and their bytes."""
     if r.capacity is None:
         return f"{r.capacity_gb:g} GiB"
-    from litehit.capacity import GIB, format_bytes, parse_capacities
+    from litehit.capacity import GIB, counted, format_bytes, parse_capacities
 
     (slot,) = parse_capacities([r.capacity])
-    blocks = "" if slot.unit == "blocks" else f" = {r.capacity_blocks:,} blocks"
+    blocks = "" if slot.unit == "blocks" else f" = {counted(r.capacity_blocks, 'block')}"
     return f"{slot.label}{blocks} ({format_bytes(round(r.capacity_gb * GIB))})"
 
 

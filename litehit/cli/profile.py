@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from litehit.capacity import counted, format_seconds
 from litehit.cli.trace_input import add_trace_arguments, default_kv_note, spec_from_args
 from litehit.errors import ConfigError, ConfigIssue
 from litehit.publish import make_output_dir
@@ -85,7 +86,7 @@ def _profile(args: argparse.Namespace) -> int:
 
 
 def _seconds(value: float | None) -> str:
-    return "-" if value is None else f"{value:g} s"
+    return "-" if value is None else format_seconds(value)
 
 
 def _bytes(n: int) -> str:
@@ -138,7 +139,7 @@ def _lane(lane: LaneProfile, stream: Any) -> None:
         f"  lifespan ({life.keys:,} keys): p50 {_seconds(life.p50_s)}, p90 {_seconds(life.p90_s)}, "
         f"p99 {_seconds(life.p99_s)}; {life.never_reused_share:.1%} never reused\n"
     )
-    caps = ", ".join(f"{p}% from {_bytes(c.bytes)} ({c.blocks:,} blocks)" for p, c in o.capacity.items())
+    caps = ", ".join(f"{p}% from {_bytes(c.bytes)} ({counted(c.blocks, 'block')})" for p, c in o.capacity.items())
     stream.write(f"  capacity for the ideal hit ratio: {caps}\n")
     w = o.working_set_60s
     stream.write(f"  working set per {w.window_s:g} s: max {w.max:,} keys, p50 {w.p50:,} ({w.windows:,} windows)\n")

@@ -70,9 +70,11 @@ def _run(args: argparse.Namespace) -> int:
 def print_table(result: QueryResult, stream: Any = None) -> None:
     stream = stream or sys.stdout
     caps = [s.label for s in result.slots]
+    widths = [max(12, len(c) + 2) for c in caps]  # a label never runs into the next one
     width = max([len("instance"), *(len(i.instance_id or b"") for i in result.instances), 5]) + 2
-    stream.write("instance".ljust(width) + "requests".rjust(10) + "".join(c.rjust(12) for c in caps) + "\n")
+    header = "".join(c.rjust(w) for c, w in zip(caps, widths, strict=True))
+    stream.write("instance".ljust(width) + "requests".rjust(10) + header + "\n")
     for summary in [*result.instances, result.total]:
         name = "total" if summary.instance_id is None else summary.instance_id.decode("utf-8", "replace")
-        rates = "".join(f"{r:12.2%}" for r in summary.hit_rates)
+        rates = "".join(f"{r:.2%}".rjust(w) for r, w in zip(summary.hit_rates, widths, strict=True))
         stream.write(name.ljust(width) + f"{summary.requests:10,}" + rates + "\n")

@@ -17,7 +17,13 @@ from litehit.spec import ReplaySpec, TraceFormat, load_replay_config, parse_repl
 from litehit.traces.format_table import FORMATS
 from litehit.traces.formats import detect_format
 
-__all__ = ["add_trace_arguments", "default_kv_note", "shorthand_config", "spec_from_args"]
+__all__ = [
+    "add_trace_arguments",
+    "default_kv_note",
+    "lane_legend",
+    "shorthand_config",
+    "spec_from_args",
+]
 
 _SHORTHAND = ("format", "block_size", "block_sizes", *KV_BYTES_OPTIONS, "kv_dtype", "prefix_hash")
 
@@ -165,3 +171,16 @@ def spec_from_args(args: argparse.Namespace, output_dir: str) -> ReplaySpec:
         if group.name not in used:
             print(f"litehit: warning: instance group {group.name} has no instances: it gives no lane", file=sys.stderr)
     return spec
+
+
+def lane_legend(spec: ReplaySpec) -> str:
+    """What the shorthand's lane names mean, for the lanes of this spec: ``b512 = 512-token
+    blocks, no TTL; b512_ttl60 = 512-token blocks, TTL 60 s (blocks unused that long expire)``."""
+    parts = []
+    for inst in spec.instances:
+        ttl = spec.group_of(inst).ttl_seconds
+        parts.append(f"{inst.instance_id} = {inst.block_size}-token blocks, " + (f"TTL {ttl} s" if ttl else "no TTL"))
+    ttl_note = (
+        " (a block unused for its TTL expires)" if any(spec.group_of(i).ttl_seconds for i in spec.instances) else ""
+    )
+    return "lanes: " + "; ".join(parts) + ttl_note

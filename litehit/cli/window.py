@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from litehit.capacity import counted, format_seconds
 from litehit.cli.outputs import check_plot_flag
 from litehit.cli.trace_input import add_trace_arguments, default_kv_note, spec_from_args
 from litehit.errors import ConfigError, ConfigIssue
@@ -140,7 +141,11 @@ def _size(args: argparse.Namespace) -> int:
 def _delays(d: DelayStats) -> str:
     if not d.count:
         return "no evicted miss"
-    return f"delay p50 {d.p50:g} s, p90 {d.p90:g} s, p99 {d.p99:g} s, p99.9 {d.p999:g} s, max {d.max:g} s"
+
+    def f(seconds: float | None) -> str:
+        return "-" if seconds is None else format_seconds(seconds)
+
+    return f"delay p50 {f(d.p50)}, p90 {f(d.p90)}, p99 {f(d.p99)}, p99.9 {f(d.p999)}, max {f(d.max)}"
 
 
 def _misses(report: MissReport | LaneWindow) -> str:
@@ -153,21 +158,21 @@ def _lane(lane: LaneWindow, settings: WindowSettings, stream: Any) -> None:
 
     stream.write(
         f"lane {lane.lane} (block {lane.block_size} tokens, {lane.block_bytes:,} B per block): {lane.policy} at "
-        f"{_capacity(lane)} = {lane.capacity_blocks:,} blocks, {lane.evictions:,} evictions\n"
+        f"{_capacity(lane)} = {counted(lane.capacity_blocks, 'block')}, {counted(lane.evictions, 'eviction')}\n"
     )
     stream.write(f"  {_misses(lane)}\n")
     if lane.coverage:
-        table = ", ".join(f"{p.window_s:g} s {p.coverage:.1%}" for p in lane.coverage)
+        table = ", ".join(f"{format_seconds(p.window_s)} {p.coverage:.1%}" for p in lane.coverage)
         stream.write(f"  coverage: {table}\n")
     stream.write(
-        f"  window for {lane.coverage_target:.4g} coverage: W = {lane.window_s:g} s; ring of {lane.buckets:,} x "
+        f"  window for {lane.coverage_target:.4g} coverage: W = {format_seconds(lane.window_s)}; ring of {lane.buckets:,} x "
         f"{lane.bucket_s:g} s buckets (up to {lane.extra_retention_s:g} s extra retention)\n"
     )
     stream.write(f"  peak evictions: E = {lane.peak_evictions_per_s:,}/s (second {lane.peak_second})\n")
     estimate = MemoryEstimate(lane.peak_evictions_per_s, lane.window_s, settings.entry_bytes, settings.load_factor)
     stream.write("".join(f"  {line}\n" for line in estimate.describe().splitlines()))
     for name, report in lane.categories.items() if len(lane.categories) > 1 else ():
-        stream.write(f"  {name}: {_misses(report)}; W = {report.window_s:g} s\n")
+        stream.write(f"  {name}: {_misses(report)}; W = {format_seconds(report.window_s)}\n")
 
 
 def _capacity(lane: LaneWindow) -> str:
@@ -187,4 +192,6 @@ def print_window(result: WindowResult, stream: Any = None) -> None:
         _lane(lane, result.settings, stream)
     if len(result.lanes) > 1:
         o = result.overall
-        stream.write(f"all lanes: {_misses(o)}; W = {o.window_s:g} s for {result.settings.coverage_target:.4g}\n")
+        stream.write(
+            f"all lanes: {_misses(o)}; W = {format_seconds(o.window_s)} for {result.settings.coverage_target:.4g}\n"
+        )

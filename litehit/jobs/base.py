@@ -27,11 +27,11 @@ import functools
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Generic, Protocol, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, create_model
 
 from litehit.db.states import JobState, LaneState, Stage
 from litehit.jobs.kinds import Kind
@@ -53,11 +53,21 @@ __all__ = [
     "TraceCounts",
     "TraceJobSpec",
     "TraceKind",
+    "UTCDateTime",
     "links_of",
     "part_public_model",
     "value_at",
     "view_model",
 ]
+
+
+def _utc(moment: datetime) -> datetime:
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+UTCDateTime = Annotated[datetime, AfterValidator(_utc)]
+"""A moment as the API shows it: always with its zone (SQLite hands back naive UTC datetimes,
+PostgreSQL aware ones; both answer ...Z)."""
 
 
 class TraceJobSpec(BaseModel):
@@ -95,8 +105,8 @@ class PartClaims(BaseModel):
     attempts: int = Field(description="times a worker took this part (more than 1 after a lost worker)")
     worker: str | None = Field(description="host:pid of the worker of the last attempt")
     error: str | None = Field(description="why it failed, once failed")
-    started_at: datetime | None = Field(description="when the last attempt started (UTC)")
-    finished_at: datetime | None = Field(description="when it ended (UTC)")
+    started_at: UTCDateTime | None = Field(description="when the last attempt started (UTC)")
+    finished_at: UTCDateTime | None = Field(description="when it ended (UTC)")
 
 
 Before = Any

@@ -22,7 +22,7 @@ from litehit.jobs.errors import IdempotencyConflict
 from litehit.jobs.query import KIND as QUERY
 from litehit.jobs.query import QueryCreate
 from litehit.shorthand import Shorthand, shorthand_config
-from litehit.spec import ReplaySpec, TraceFormat, config_error, parse_replay_spec
+from litehit.spec import ReplaySpec, TraceFormat, config_error, parse_replay_spec, routing_issues
 from litehit.storage import Storage
 from litehit.traces.formats import detect_format
 
@@ -152,6 +152,9 @@ def _replay_config(
         if fmt is None:
             raise ConfigError([ConfigIssue("trace_file_path", config["trace_file_path"], "the trace has no rows")])
         config["trace_format"] = str(fmt)
+    routing = routing_issues(spec, config["trace_format"])  # the trace's rows carry instance ids, or not
+    if routing:
+        raise ConfigError(routing)
     return config, spec, trace
 
 

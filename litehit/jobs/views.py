@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel, Field, computed_field, create_model
@@ -16,7 +15,7 @@ from sqlalchemy.orm import Session
 
 from litehit.db.models import Job, JobPart
 from litehit.db.states import JobState, Stage
-from litehit.jobs.base import JobKind, TraceKind
+from litehit.jobs.base import JobKind, TraceKind, UTCDateTime
 from litehit.jobs.kinds import Kind
 from litehit.kv_models import assumed_kv_note
 
@@ -36,9 +35,9 @@ class JobPublic(BaseModel):
         + "; done once it ended"
     )
     source: str = Field(description="who submitted it: api or cli")
-    created_at: datetime = Field(description="when it was submitted (UTC)")
-    started_at: datetime | None = Field(description="when a worker first took it (UTC)")
-    finished_at: datetime | None = Field(description="when it ended (UTC)")
+    created_at: UTCDateTime = Field(description="when it was submitted (UTC)")
+    started_at: UTCDateTime | None = Field(description="when a worker first took it (UTC)")
+    finished_at: UTCDateTime | None = Field(description="when it ended (UTC)")
     error: str | None = Field(description="why it failed or was cancelled")
     attempts: int = Field(description="times a worker took the current stage (more than 1 after a lost worker)")
     cancel_requested: bool = Field(description="a cancel was asked (DELETE); running parts stop at their next check")

@@ -14,13 +14,13 @@ from pathlib import Path
 
 import numpy as np
 from matplotlib.axes import Axes
-from matplotlib.ticker import FuncFormatter, PercentFormatter
+from matplotlib.ticker import PercentFormatter
 
 from litehit.errors import ConfigError, ConfigIssue
 from litehit.lane_plots import lane_panels, save_lane_figure
 from litehit.profile.result import PLOT_NAMES, Histogram, LaneProfile, ProfileResult
 from litehit.publish import make_output_dir
-from litehit.window.plot import seconds_label
+from litehit.window.plot import duration_axis
 
 __all__ = ["PLOT_NAMES", "check_plot_dir", "plot_profile"]
 
@@ -49,8 +49,7 @@ def _categories(lane: LaneProfile) -> list[str]:
 
 
 def _log_seconds(ax: Axes, ylabel: str) -> None:
-    ax.set_xscale("log")
-    ax.xaxis.set_major_formatter(FuncFormatter(seconds_label))
+    duration_axis(ax)
     ax.yaxis.set_major_formatter(PercentFormatter(1.0))
     ax.set_ylim(0, 1.02)
     ax.set_ylabel(ylabel)

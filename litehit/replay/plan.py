@@ -16,8 +16,8 @@ import numpy.typing as npt
 import core_c
 from core_c.scan import ROW_READ
 from litehit.categories import CategoryTable
-from litehit.errors import ConfigError, ConfigIssue, ReplayError
-from litehit.spec import ReplaySpec, TraceFormat
+from litehit.errors import ConfigError, ReplayError
+from litehit.spec import ReplaySpec, TraceFormat, routing_issues
 from litehit.traces.format_table import INSTANCELESS
 from litehit.traces.scan import ParsedChunk
 
@@ -84,17 +84,9 @@ def make_plan(spec: ReplaySpec, fmt: TraceFormat, path: str | None = None) -> Re
     elif spec.override_instance_id:
         routing, target = Routing.OVERRIDE, by_id[spec.override_instance_id]
     elif fmt in INSTANCELESS:
-        if len(lanes) != 1:
-            raise ConfigError(
-                [
-                    ConfigIssue(
-                        "instances",
-                        [lane.instance_id for lane in lanes],
-                        f"{fmt.value} rows carry no instance id: with {len(lanes)} instances set "
-                        "override_instance_id or fanout_all_instances",
-                    )
-                ]
-            )
+        issues = routing_issues(spec, fmt)
+        if issues:
+            raise ConfigError(issues)
         routing, target = Routing.OVERRIDE, 0
     else:
         routing, target = Routing.TRACE, -1

@@ -14,8 +14,10 @@ Stage files are sequences of numpy arrays (``np.lib.format``), one group per chu
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
+import re
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -79,9 +81,21 @@ class ParseManifest:
     categories: list[str] = field(default_factory=list)  # names of the lane files' category ids, in id order
 
 
+SHORT_WRITE = re.compile(r"\d+ requested and \d+ written")
+"""numpy's OSError for a write the file system cut short (no errno): the storage filled up."""
+
+
 def write_arrays(f: BinaryIO, *arrays: Any) -> None:
+    """Appends the arrays to a stage file. A write the storage cut short is an ENOSPC naming the
+    file (as atomic_files renames it), so the job's error says which file did not fit."""
     for a in arrays:
-        np.lib.format.write_array(f, np.ascontiguousarray(a), allow_pickle=False)
+        try:
+            np.lib.format.write_array(f, np.ascontiguousarray(a), allow_pickle=False)
+        except OSError as exc:
+            if exc.errno is None and SHORT_WRITE.search(str(exc)):
+                name = re.sub(r"\.[0-9a-f]{12}\.tmp$", "", str(getattr(f, "name", "")))
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), name) from exc
+            raise
 
 
 def read_arrays(f: BinaryIO, n: int) -> list[Any]:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import BinaryIO
 
 from litehit.errors import TraceError
 from litehit.spec import TraceFormat
 from litehit.traces.format_table import format_of_keys
-from litehit.traces.source import BOM, READ_ERRORS, open_trace
+from litehit.traces.source import BOM, LFS_HINT, LFS_POINTER, READ_ERRORS, open_trace
 
 __all__ = ["detect_format", "format_from_row"]
 
@@ -22,25 +23,47 @@ def format_from_row(row: object) -> TraceFormat | None:
     return None if name is None else TraceFormat(name)
 
 
+BLANK = b" \t\r\n\x0b\x0c"
+READ_BYTES = 1 << 20
+
+
+def first_row(stream: BinaryIO) -> tuple[int, bytes] | None:
+    """The 1-based line number and the text of the first non-blank line (None: only blank
+    lines). Reads blocks, not lines: a run of millions of blank lines costs one bytes scan per
+    block, as it does in the C scanner."""
+    line, data = 1, stream.read(READ_BYTES)
+    if data.startswith(BOM):
+        data = data[len(BOM) :]
+    while True:
+        text = data.lstrip(BLANK)
+        if text:
+            line += data.count(b"\n", 0, len(data) - len(text))
+            break
+        line += data.count(b"\n")
+        data = stream.read(READ_BYTES)
+        if not data:
+            return None
+    while b"\n" not in text and (more := stream.read(READ_BYTES)):
+        text += more
+    return line, text.split(b"\n", 1)[0].strip()
+
+
 def detect_format(path: str | Path) -> TraceFormat | None:
     """Reads the first non-blank row of a trace and names its format (None: no rows at all);
     a row of no known format, or an unreadable file, fails with TraceError naming the line."""
-    number = 1
     try:
         with open_trace(path) as stream:
-            for number, raw in enumerate(stream, start=1):
-                text = raw.strip()
-                if number == 1 and text.startswith(BOM):
-                    text = text[len(BOM) :].strip()
-                if not text:
-                    continue
-                return _format_of_line(str(path), number, text)
+            found = first_row(stream)
     except READ_ERRORS as exc:
-        raise TraceError(str(path), number, f"cannot read (corrupt or truncated compressed data?): {exc}") from None
-    return None
+        raise TraceError(str(path), 0, f"cannot read (corrupt or truncated compressed data?): {exc}") from None
+    if found is None:
+        return None
+    return _format_of_line(str(path), *found)
 
 
 def _format_of_line(path: str, number: int, text: bytes) -> TraceFormat:
+    if text.startswith(LFS_POINTER):
+        raise TraceError(path, number, LFS_HINT)
     try:
         row = json.loads(text)
     except (ValueError, RecursionError) as exc:  # bad JSON, bad UTF-8, huge integers, deep nesting

@@ -15,12 +15,24 @@ import zstandard
 
 from litehit.errors import TraceError
 
-__all__ = ["CHUNK_BYTES", "READ_ERRORS", "TextChunk", "bytes_consumed", "iter_text_chunks", "open_trace"]
+__all__ = [
+    "CHUNK_BYTES",
+    "LFS_HINT",
+    "LFS_POINTER",
+    "READ_ERRORS",
+    "TextChunk",
+    "bytes_consumed",
+    "iter_text_chunks",
+    "open_trace",
+]
 
 CHUNK_BYTES = 4 << 20
 GZIP_MAGIC = b"\x1f\x8b"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 BOM = b"\xef\xbb\xbf"
+LFS_POINTER = b"version https://git-lfs.github.com/spec/"
+"""How a Git LFS pointer file starts: what a clone without `git lfs pull` holds instead of the data."""
+LFS_HINT = "this is a Git LFS pointer, not the file's content: fetch it first (git lfs pull)"
 # What a damaged or truncated compressed file raises while being read.
 READ_ERRORS: tuple[type[BaseException], ...] = (OSError, EOFError, zlib.error, zstandard.ZstdError)
 
@@ -140,6 +152,8 @@ def iter_text_chunks(stream: BinaryIO, path: str, chunk_bytes: int = CHUNK_BYTES
                 continue
             if carry.startswith(BOM):
                 carry = carry[len(BOM) :]
+            if carry.startswith(LFS_POINTER):
+                raise TraceError(path, 1, LFS_HINT)
             head = False
             if block:
                 continue  # what is left of the first bytes waits in carry for more data

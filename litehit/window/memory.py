@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from litehit.capacity import format_seconds
 from litehit.quantiles import NS_PER_S, decimal
 
 __all__ = ["FIFTEEN_MINUTES_S", "MemoryEstimate", "human_bytes", "ring_buckets"]
@@ -54,10 +55,14 @@ class MemoryEstimate:
         return self.bytes_for(FIFTEEN_MINUTES_S)
 
     def describe(self) -> str:
-        """Two lines: the estimate with its factors, and the 15-minute comparison."""
+        """Two lines: the estimate with its factors, and the 15-minute comparison. W is shown as
+        people read a duration (format_seconds); where that rounds it, the product, computed from
+        the exact W, reads "~="."""
+        shown = format_seconds(self.window_s)
+        exact = shown == f"{_number(self.window_s)} s"
         return (
-            f"memory: {_number(self.evictions_per_s)} evictions/s x {_number(self.window_s)} s x "
+            f"memory: {_number(self.evictions_per_s)} evictions/s x {shown} x "
             f"{_number(self.entry_bytes)} B / "
-            f"{self.load_factor:g} = {self.bytes:,.0f} B = {human_bytes(self.bytes)}\n"
+            f"{self.load_factor:g} {'=' if exact else '~='} {self.bytes:,.0f} B = {human_bytes(self.bytes)}\n"
             f"15 minutes: {self.bytes_15min:,.0f} B = {human_bytes(self.bytes_15min)}"
         )

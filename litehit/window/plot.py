@@ -11,11 +11,20 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, Percen
 from litehit.lane_plots import lane_panels, save_lane_figure
 from litehit.window.result import CoveragePoint, WindowResult
 
-__all__ = ["plot_window", "seconds_label"]
+__all__ = ["DURATION_TICKS_S", "duration_axis", "plot_window", "seconds_label"]
 
 MAX_CATEGORIES = 8
 _UNITS = ((86400.0, "d"), (3600.0, "h"), (60.0, "min"), (1.0, "s"))
-_TICKS_S = (0.1, 1, 10, 60, 600, 3600, 6 * 3600, 86400, 7 * 86400, 30 * 86400, 365 * 86400)
+DURATION_TICKS_S = (0.1, 1, 10, 60, 600, 3600, 6 * 3600, 86400, 7 * 86400, 30 * 86400, 365 * 86400)
+"""Ticks of a log axis of durations: round ones (100 ms, 1 s, 10 s, 1 min, 10 min, 1 h, ...)."""
+
+
+def duration_axis(ax: Axes) -> None:
+    """A log x axis of seconds ticked at round durations (never 1.67 min or 2.78 h)."""
+    ax.set_xscale("log")
+    ax.xaxis.set_major_locator(FixedLocator(DURATION_TICKS_S))
+    ax.xaxis.set_major_formatter(FuncFormatter(seconds_label))
+    ax.xaxis.set_minor_formatter(NullFormatter())
 
 
 def seconds_label(x: float, _pos: object = None) -> str:
@@ -52,10 +61,7 @@ def plot_window(result: WindowResult, path: Path) -> Path:
                 fontsize=8,
                 color="#c62828",
             )
-        ax.set_xscale("log")
-        ax.xaxis.set_major_locator(FixedLocator(_TICKS_S))
-        ax.xaxis.set_major_formatter(FuncFormatter(seconds_label))
-        ax.xaxis.set_minor_formatter(NullFormatter())
+        duration_axis(ax)
         ax.yaxis.set_major_formatter(PercentFormatter(1.0))
         ax.set_ylim(0, 1.02)
         ax.set_ylabel("evicted misses covered")

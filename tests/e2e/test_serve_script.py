@@ -74,6 +74,8 @@ def test_serve_starts_the_stack_and_ctrl_c_stops_it(tmp_path: Path, redis_server
             except httpx.HTTPError:
                 return False
 
+        wait_for(lambda: serve.poll() is None and "[serve] API on" in log.read_text(), 120, "the announcement")
+        assert httpx.get(f"{base}/healthz", timeout=2).status_code == 200  # announced once it answers
         wait_for(ready, 120, "the API of scripts/serve", interval=0.3)
         assert (home / "litehit.db").is_file()  # created and migrated
         with httpx.Client(base_url=base, timeout=30) as client:

@@ -126,3 +126,16 @@ def test_every_kind_is_recorded_as_the_service_records_it(
         ("b1024", "all"),
     ]
     assert profile["output_path"] == str((tmp_path / "p.json").resolve())
+
+
+def test_the_demo_explains_its_lanes_and_its_kv_bytes_and_records_its_runs(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["demo", "-o", str(tmp_path / "demo")]) == 0
+    out = capsys.readouterr().out
+    assert "lanes: b512 = 512-token blocks, no TTL; b1024 = 1024-token blocks, no TTL; b512_ttl60 = 512-token" in out
+    assert "note: KV bytes per token not given: assuming 2048 B/token" in out
+    ids = out.split("jobs: ")[1].split(" (litehit jobs)")[0].split(", ")
+    assert main(["jobs"]) == 0
+    listed = {line.split()[0]: line.split()[1:4] for line in capsys.readouterr().out.splitlines()[1:]}
+    assert [listed[i] for i in ids] == [["replay", "cli", "succeeded"], ["query", "cli", "succeeded"]]

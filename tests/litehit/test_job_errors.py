@@ -113,26 +113,28 @@ def test_a_read_only_storage_when_the_facts_are_published(local: Settings, monke
 def test_a_write_cut_short_by_a_full_disk_in_a_lane(local: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
     """numpy reports a short write without an errno ("24062 requested and 8141 written"): it
     reads as a full storage, not as an internal error."""
+    import numpy as np
+
     import litehit.jobs.stored as stored
 
-    real = stored.write_arrays
+    real = np.lib.format.write_array
     in_lane = stored.run_stored_part
 
     def cut_short(*args: Any, **kwargs: Any) -> Any:
-        def short(*a: Any) -> None:
+        def short(*a: Any, **k: Any) -> None:
             raise OSError("24062 requested and 8141 written")
 
-        monkeypatch.setattr(stored, "write_arrays", short)
+        monkeypatch.setattr(np.lib.format, "write_array", short)
         try:
             return in_lane(*args, **kwargs)
         finally:
-            monkeypatch.setattr(stored, "write_arrays", real)
+            monkeypatch.setattr(np.lib.format, "write_array", real)
 
     monkeypatch.setattr(stored, "run_stored_part", cut_short)
     job = run_job(local)
     assert job.state == JobState.FAILED
     error = assert_user_facing(job.error, local)
-    assert error == "lane b512: the storage is full: a write stopped after 8141 of 24062 bytes"
+    assert error == f"lane b512: cannot write jobs/{job.id}/work/part-0.out: the storage is full"
 
 
 def test_internal_errors_show_storage_paths_relative_to_the_root(tmp_path: Path) -> None:
