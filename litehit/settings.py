@@ -75,6 +75,15 @@ class Settings(BaseSettings):
     attribution_forget_after_s: float = Field(
         default=86400.0, ge=0, description="a worker without events this long is forgotten (0: never)"
     )
+    forward_limit: int = Field(
+        default=64, ge=1, description="requests the API forwards to owner processes at once (in flight)"
+    )
+    forward_wait_s: float = Field(
+        default=2.0,
+        ge=0,
+        allow_inf_nan=False,
+        description="how long a forward waits for its turn beyond forward_limit before a 503 with Retry-After",
+    )
     attribution_zmq: str = Field(
         default="", description="vLLM/SGLang KV-event endpoints to subscribe to, per worker (see README)"
     )

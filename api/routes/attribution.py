@@ -1,7 +1,9 @@
 """/v1/attribution/* of the public API: forwarded to the attribution owner of the worker's shard
 (api/attribution.py does the work), so clients and event sources use one address. A batch of
 lookups over workers of several shards is split by shard, asked concurrently and merged back in
-order."""
+order. Forwards go through the API's :class:`~api.forwarding.Forwarder`: beyond
+LITEHIT_FORWARD_LIMIT in flight (and LITEHIT_FORWARD_WAIT_S of waiting for a turn) a request is
+answered 503 with Retry-After, a batch as a whole."""
 
 from __future__ import annotations
 
@@ -70,6 +72,8 @@ async def lookup_batch(request: Request, body: LookupBatch) -> dict[str, list[An
                 request, "POST", f"{urls[shard]}{BASE}/lookups/batch", content=json.dumps(part).encode()
             )
         except ApiError as exc:
+            if exc.code != "owner_unreachable":
+                raise  # e.g. 503: too many forwards in flight; the client retries the whole batch
             return [_unreachable(shard, exc.message)] * len(positions)
         if answer.status_code != 200:
             return [_unreachable(shard, f"it answered HTTP {answer.status_code}")] * len(positions)
