@@ -67,6 +67,12 @@ class Settings(BaseSettings):
     attribution_max_lag_s: float = Field(
         default=5.0, ge=0, description="consumer lag above which a worker's lookups answer unknown"
     )
+    attribution_reorder_grace_s: float = Field(
+        default=1.0,
+        ge=0,
+        allow_inf_nan=False,
+        description="how long a batch that arrives ahead of a missing seq is held for it (0: a jump is a gap at once)",
+    )
     attribution_filter_bits: int = Field(
         default=1 << 22,
         ge=0,

@@ -17,6 +17,7 @@ from fastapi import APIRouter, Request, Response
 from api.attribution_schemas import AttributionResult, EventBatchBody, LookupBatch, LookupBody, WorkerName
 from api.errors import ApiError
 from api.forwarding import forward, owner_urls, send
+from litehit.attribution.store import Attribution, Cause
 from litehit.online.store import shard_of
 from litehit.settings import Settings
 
@@ -91,7 +92,7 @@ async def lookup_batch(request: Request, body: LookupBatch) -> dict[str, list[An
 
 def _unreachable(shard: int, why: str) -> dict[str, Any]:
     reason = f"the owner of attribution shard {shard} cannot be reached: {why}"
-    return {"outcome": "unknown", "reason": reason, "evicted_at": None}
+    return Attribution.of(Cause.OWNER_UNREACHABLE, reason).as_dict()
 
 
 @router.get("/workers", summary="Every shard's workers: evidence, coverage, lag and counters")
