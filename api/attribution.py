@@ -41,7 +41,7 @@ routes = APIRouter(prefix="/v1/attribution", tags=["attribution"], dependencies=
 @routes.post("/workers/{worker}/events", summary="One batch of a worker's KV events (stored / removed / cleared)")
 async def post_events(worker: WorkerName, body: EventBatchBody, owner: OwnerDep, request: Request) -> dict[str, Any]:
     start = time.perf_counter()
-    result = owner.apply(worker, body.batch())
+    result = owner.apply(worker, body.batch(default_ts=owner.store.wall()))
     request.app.state.latency.apply.observe(time.perf_counter() - start)
     return {"worker": worker, "epoch": body.epoch, "seq": body.seq, "result": result.value}
 
@@ -49,7 +49,7 @@ async def post_events(worker: WorkerName, body: EventBatchBody, owner: OwnerDep,
 @routes.post("/lookups", summary="Why did this lookup miss? (the request's first uncached block)")
 async def lookup(body: LookupBody, owner: OwnerDep, request: Request) -> AttributionResult:
     start = time.perf_counter()
-    (answer,) = owner.lookup_many([(body.worker, body.block_hash)])
+    (answer,) = owner.lookup_many([body.lookup()])
     request.app.state.latency.lookup.observe(time.perf_counter() - start)
     return AttributionResult.model_validate(answer.as_dict())
 
@@ -57,7 +57,7 @@ async def lookup(body: LookupBody, owner: OwnerDep, request: Request) -> Attribu
 @routes.post("/lookups/batch", summary="Many lookups, answered in order")
 async def lookup_batch(body: LookupBatch, owner: OwnerDep, request: Request) -> dict[str, list[AttributionResult]]:
     start = time.perf_counter()
-    answers = owner.lookup_many([(item.worker, item.block_hash) for item in body.lookups])
+    answers = owner.lookup_many([item.lookup() for item in body.lookups])
     request.app.state.latency.lookup.observe(time.perf_counter() - start)
     return {"results": [AttributionResult.model_validate(a.as_dict()) for a in answers]}
 
@@ -81,6 +81,7 @@ async def healthz(owner: OwnerDep) -> dict[str, Any]:
         "workers": len(owner.store.workers),
         "window_s": owner.store.window_s,
         "bucket_s": owner.store.bucket_s,
+        "reorder_grace_s": owner.store.reorder_grace_s,
     }
 
 

@@ -1,5 +1,5 @@
 """Prometheus metrics of an attribution owner, read from its store at scrape time: lookups by
-worker and outcome, event blocks and batches by worker, evidence memory, bytes per retained
+worker, outcome and cause, event blocks and batches by worker, evidence memory, bytes per retained
 entry, consumer lag; plus the insert and lookup latency histograms the routes observe."""
 
 from __future__ import annotations
@@ -12,12 +12,20 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from litehit.attribution.owner import AttributionOwner
+from litehit.attribution.store import OUTCOME_OF, Cause
 
 __all__ = ["AttributionCollector", "Latency"]
 
-_OUTCOMES = ("resident", "evicted", "no_recent_match", "unknown")
+_WORKER_CAUSES = [c for c in Cause if c not in (Cause.NO_EVENTS, Cause.OTHER_SHARD, Cause.OWNER_UNREACHABLE)]
+"""The causes an answer about a worker with events can have (the others are counted by
+litehit_attribution_unowned_lookups_total, or by the public API)."""
 _EVENTS = ("stored", "removed", "cleared")
-_BATCHES = {"batches": "applied", "duplicate_batches": "duplicate", "stale_epoch_batches": "stale_epoch"}
+_BATCHES = {
+    "batches": "applied",
+    "held_batches": "held",
+    "duplicate_batches": "duplicate",
+    "stale_epoch_batches": "stale_epoch",
+}
 
 
 class Latency:
@@ -47,7 +55,9 @@ class AttributionCollector(Collector):
         owner = self.owner()
         workers = owner.workers() if owner is not None and owner.lease.held else {}
         lookups = CounterMetricFamily(
-            "litehit_attribution_lookups", "Lookups answered, by worker and outcome", labels=["worker", "outcome"]
+            "litehit_attribution_lookups",
+            "Lookups answered, by worker, outcome and cause (evicted: cause evicted or reset, a prefix-cache reset)",
+            labels=["worker", "outcome", "cause"],
         )
         blocks = CounterMetricFamily(
             "litehit_attribution_event_blocks",
@@ -77,8 +87,8 @@ class AttributionCollector(Collector):
         )
         unowned = CounterMetricFamily(
             "litehit_attribution_unowned_lookups",
-            "Lookups answered unknown because no evidence can exist here: a worker with no events, or one of "
-            "another shard",
+            "Lookups no evidence here is about: a worker with no events, or one of another shard (answered unknown, "
+            "or not_a_miss beyond the lookup limit)",
             labels=["why"],
         )
         subscriber = CounterMetricFamily(
@@ -96,8 +106,10 @@ class AttributionCollector(Collector):
             if s["epoch"] is None:  # subscribed, nothing received yet
                 continue
             counts = s["counts"]
-            for outcome in _OUTCOMES:
-                lookups.add_metric([worker, outcome], counts.get(f"lookups_{outcome}", 0))
+            for cause in _WORKER_CAUSES:
+                lookups.add_metric(
+                    [worker, OUTCOME_OF[cause].value, cause.value], counts.get(f"cause_{cause.value}", 0)
+                )
             for kind in _EVENTS:
                 blocks.add_metric([worker, kind], counts.get(f"{kind}_blocks", 0))
             for name, result in _BATCHES.items():

@@ -15,13 +15,13 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import anyio
-import httpx
 from fastapi import APIRouter, Depends, FastAPI
 
 from api.body_limit import BodyLimit
 from api.deps import Admission, require_token
 from api.docs import install_docs
 from api.errors import install_error_handlers
+from api.forwarding import Forwarder
 from api.job_metrics import JobCollector
 from api.json_text import LoneSurrogates
 from api.metrics import AppMetrics, RequestMetrics, metrics_router
@@ -71,9 +71,9 @@ def create_app(settings: Settings | None = None, *, enqueue: Callable[..., None]
         # them, which would otherwise show up as latency spikes.
         gc.freeze()
         task = asyncio.create_task(_sweeper(settings, send)) if settings.sweep_interval_s > 0 else None
-        app.state.online_client = httpx.AsyncClient(timeout=httpx.Timeout(60.0, connect=5.0))
+        app.state.forwarder = Forwarder(settings)  # to the owners: pooled, bounded (503 beyond)
         yield
-        await app.state.online_client.aclose()
+        await app.state.forwarder.aclose()
         if task is not None:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -1,7 +1,8 @@
 """What the two owner apps share (the online owner, api/online.py, and the attribution owner,
 api/attribution.py): an owner built at startup that claims its shard's lease (waiting, in a
 thread, for a dead owner's lease to expire), starts, renews the lease in the background and does
-its own housekeeping on the event loop, and releases everything at shutdown; plus the same error
+its own housekeeping (on the event loop, and what of it may run off the loop in a thread), and
+releases everything at shutdown; plus the same error
 handlers, offline docs, body limit and Prometheus metrics on every owner app."""
 
 from __future__ import annotations
@@ -39,17 +40,20 @@ class Owner(Protocol):
 
     def housekeep(self) -> None: ...
 
+    def housekeep_in_thread(self) -> None: ...
+
     def release(self) -> None: ...
 
 
 async def _housekeeping(owner: Owner, log: logging.Logger) -> None:
-    """Renews the lease (in a thread), then the owner's own housekeeping (on the event loop, where
-    its state is touched)."""
+    """Renews the lease (in a thread), then the owner's own housekeeping: on the event loop, where
+    its state is touched, and what of it is safe and long enough to go in a thread there."""
     while True:
         await asyncio.sleep(owner.housekeeping_s)
         try:
             await anyio.to_thread.run_sync(owner.renew)
             owner.housekeep()
+            await anyio.to_thread.run_sync(owner.housekeep_in_thread)
         except Exception as exc:  # database briefly down: next round
             log.warning("housekeeping failed: %s", exc)
 

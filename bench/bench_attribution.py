@@ -24,6 +24,7 @@ import http.client
 import json
 import multiprocessing
 import os
+import socket
 import subprocess
 import sys
 import tempfile
@@ -165,7 +166,9 @@ def main() -> None:
 
     print(f"store alone: {store_ingestion(args.batch, args.seconds):,.0f} block events/s (batches of {args.batch})")
     with tempfile.TemporaryDirectory() as home:
-        port = 18000 + os.getpid() % 1000
+        with socket.socket() as probe:  # a free port, never a fixed one
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
         env = {**os.environ, "LITEHIT_HOME": home, "LITEHIT_ATTRIBUTION_MAX_LAG_S": "1000000000"}
         from litehit.db.migrate import upgrade
 

@@ -7,6 +7,8 @@ of each removed digest (by batch number), and a Bloom filter of digests whose ev
         ev.advance(bucket)                        # the current time bucket (never backwards)
         ev.apply(batch, kinds, offsets, digests)  # one batch: STORED / REMOVED / CLEARED events
         kinds, batches = ev.lookup(digests)       # ABSENT / RESIDENT / REMOVED / AGED per digest
+        while ev.sweep(65536): ...                # a timer: expired evidence out, in steps
+        ev.trim()                                 # and its memory given back
         ev.forget()                               # a restart: everything known becomes "aged"
 
 It never sees a clock: litehit.attribution.store numbers the batches and buckets. Not
@@ -128,6 +130,22 @@ class EvidenceSet(CHandle):
             ptr("uint32_t *", batches),
         )
         return kinds, batches
+
+    def sweep(self, budget: int) -> int:
+        """Continues the expiry sweep over at most ``budget`` slots; returns the slots it still has
+        to examine (0: every expired entry is out of the table)."""
+        handle = self._handle()
+        if budget < 0:
+            raise ValueError(f"budget must be >= 0, got {budget}")
+        left: int = lib.lh_evidence_sweep(handle, budget)
+        return left
+
+    def trim(self) -> None:
+        """Gives memory back: a table at most a quarter full shrinks, an empty one is freed (see
+        lh_evidence_trim). CoreError (out of memory) leaves a table at its size."""
+        handle = self._handle()
+        err = new_error_buffer()
+        raise_for_status(lib.lh_evidence_trim(handle, err, lib.LH_ERR_LEN), err)
 
     def forget(self) -> None:
         lib.lh_evidence_forget(self._handle())

@@ -67,6 +67,12 @@ class Settings(BaseSettings):
     attribution_max_lag_s: float = Field(
         default=5.0, ge=0, description="consumer lag above which a worker's lookups answer unknown"
     )
+    attribution_reorder_grace_s: float = Field(
+        default=1.0,
+        ge=0,
+        allow_inf_nan=False,
+        description="how long a batch that arrives ahead of a missing seq is held for it (0: a jump is a gap at once)",
+    )
     attribution_filter_bits: int = Field(
         default=1 << 22,
         ge=0,
@@ -74,6 +80,15 @@ class Settings(BaseSettings):
     )
     attribution_forget_after_s: float = Field(
         default=86400.0, ge=0, description="a worker without events this long is forgotten (0: never)"
+    )
+    forward_limit: int = Field(
+        default=64, ge=1, description="requests the API forwards to owner processes at once (in flight)"
+    )
+    forward_wait_s: float = Field(
+        default=2.0,
+        ge=0,
+        allow_inf_nan=False,
+        description="how long a forward waits for its turn beyond forward_limit before a 503 with Retry-After",
     )
     attribution_zmq: str = Field(
         default="", description="vLLM/SGLang KV-event endpoints to subscribe to, per worker (see README)"

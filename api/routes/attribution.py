@@ -1,7 +1,9 @@
 """/v1/attribution/* of the public API: forwarded to the attribution owner of the worker's shard
 (api/attribution.py does the work), so clients and event sources use one address. A batch of
 lookups over workers of several shards is split by shard, asked concurrently and merged back in
-order."""
+order. Forwards go through the API's :class:`~api.forwarding.Forwarder`: beyond
+LITEHIT_FORWARD_LIMIT in flight (and LITEHIT_FORWARD_WAIT_S of waiting for a turn) a request is
+answered 503 with Retry-After, a batch as a whole."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from fastapi import APIRouter, Request, Response
 from api.attribution_schemas import AttributionResult, EventBatchBody, LookupBatch, LookupBody, WorkerName
 from api.errors import ApiError
 from api.forwarding import forward, owner_urls, send
+from litehit.attribution.store import Attribution, Cause
 from litehit.online.store import shard_of
 from litehit.settings import Settings
 
@@ -70,6 +73,8 @@ async def lookup_batch(request: Request, body: LookupBatch) -> dict[str, list[An
                 request, "POST", f"{urls[shard]}{BASE}/lookups/batch", content=json.dumps(part).encode()
             )
         except ApiError as exc:
+            if exc.code != "owner_unreachable":
+                raise  # e.g. 503: too many forwards in flight; the client retries the whole batch
             return [_unreachable(shard, exc.message)] * len(positions)
         if answer.status_code != 200:
             return [_unreachable(shard, f"it answered HTTP {answer.status_code}")] * len(positions)
@@ -87,7 +92,7 @@ async def lookup_batch(request: Request, body: LookupBatch) -> dict[str, list[An
 
 def _unreachable(shard: int, why: str) -> dict[str, Any]:
     reason = f"the owner of attribution shard {shard} cannot be reached: {why}"
-    return {"outcome": "unknown", "reason": reason, "evicted_at": None}
+    return Attribution.of(Cause.OWNER_UNREACHABLE, reason).as_dict()
 
 
 @router.get("/workers", summary="Every shard's workers: evidence, coverage, lag and counters")

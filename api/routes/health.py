@@ -16,7 +16,8 @@ router = APIRouter(tags=["health"])
 
 
 @router.get("/healthz", summary="The process is up")
-def healthz() -> dict[str, str]:
+async def healthz() -> dict[str, str]:
+    """On the event loop, not in the thread pool: it answers while the pool's threads are busy."""
     return {"status": "ok"}
 
 

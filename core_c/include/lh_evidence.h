@@ -19,8 +19,8 @@
  * so answers never depend on its progress; only memory is freed later.
  * Memory: both tables take 12 bytes a slot (8-byte digest, 4-byte batch) and are at most 90 %
  * full; a table doubles before an event that could overfill it (counting digests it already
- * holds too) and never shrinks, so one grown by fresh digests holds 13.3 to 26.7 bytes per
- * entry, and its size is its peak. The filter is allocated once.
+ * holds too) and shrinks only in lh_evidence_trim, so one grown by fresh digests holds 13.3 to 26.7
+ * bytes per entry, and its size is its peak until a trim. The filter is allocated once.
  * No function prints, aborts or exits.
  */
 #ifndef LH_EVIDENCE_H
@@ -88,6 +88,19 @@ void lh_evidence_lookup(const lh_evidence *ev, const int64_t *digests, size_t n,
  * evidence become empty and batch numbering may start again at 1. The filter is kept. A digest
  * both resident and retained is put in twice. */
 void lh_evidence_forget(lh_evidence *ev);
+
+/* Continues the expiry sweep (see lh_evidence_advance) over at most `budget` slots of the evidence
+ * table and returns the slots it still has to examine (0: every expired entry is out of the table
+ * and in the aged filter). For a timer that frees expired memory in steps; changes no answer.
+ * Cannot fail. */
+size_t lh_evidence_sweep(lh_evidence *ev, size_t budget);
+
+/* Gives memory back: a table at most a quarter full (by its 90 % limit) is reallocated at the
+ * smallest size that holds its entries at most half full, an empty one is freed. Call it after a
+ * finished sweep (lh_evidence_sweep returned 0) to shrink the evidence table; a sweep still under
+ * way starts over on the new table. Changes no answer. LH_OK, or LH_ENOMEM (a table that could not
+ * be reallocated keeps its size). */
+int lh_evidence_trim(lh_evidence *ev, char *err, size_t errlen);
 
 /* The counts and sizes. With `settle` it first finishes the expiry sweep, so they are exact (that
  * takes a scan of the evidence table); without, `evidence` also counts expired entries the sweep

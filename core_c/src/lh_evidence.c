@@ -387,6 +387,53 @@ void lh_evidence_forget(lh_evidence *ev) {
   ev->sweep_left = 0;
 }
 
+size_t lh_evidence_sweep(lh_evidence *ev, size_t budget) {
+  sweep(ev, budget);
+  return ev->sweep_left;
+}
+
+/* Moves t's entries into a table sized for them (at most half full); -1 on allocation failure
+ * (t unchanged). An empty table is freed. */
+static int table_shrink(table *t) {
+  if (t->vals == NULL) return 0;
+  size_t cap = t->mask + 1;
+  if (t->count == 0) {
+    table_free(t);
+    return 0;
+  }
+  if (t->count > table_limit(cap) / 4) return 0;
+  table fresh;
+  memset(&fresh, 0, sizeof fresh);
+  if (table_reserve(&fresh, t->count * 2) != 0) return -1;
+  if (fresh.mask + 1 >= cap) { /* already as small as it gets */
+    table_free(&fresh);
+    return 0;
+  }
+  for (size_t i = 0; i < cap; i++) {
+    if (t->vals[i] != 0) table_set(&fresh, t->keys[i], t->vals[i]);
+  }
+  table_free(t);
+  *t = fresh;
+  return 0;
+}
+
+int lh_evidence_trim(lh_evidence *ev, char *err, size_t errlen) {
+  size_t evidence_mask = ev->evidence.mask;
+  if (table_shrink(&ev->resident) != 0 || table_shrink(&ev->evidence) != 0) {
+    return lh_fail(err, errlen, LH_ENOMEM, "out of memory shrinking the evidence tables");
+  }
+  if (ev->evidence.vals == NULL) {
+    ev->sweep_at = 0;
+    ev->sweep_left = 0;
+  } else if (ev->evidence.mask != evidence_mask && ev->sweep_left > 0) { /* rehashed mid-pass: start over */
+    ev->sweep_at = 0;
+    ev->sweep_left = ev->evidence.mask + 1;
+  } else if (ev->evidence.mask != evidence_mask) {
+    ev->sweep_at = 0;
+  }
+  return LH_OK;
+}
+
 void lh_evidence_get_stats(lh_evidence *ev, int settle, lh_evidence_stats *out) {
   if (settle) sweep(ev, SIZE_MAX);
   memset(out, 0, sizeof *out);

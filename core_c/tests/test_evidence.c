@@ -935,6 +935,70 @@ out:
   free(d);
 }
 
+/* The timer's expiry: lh_evidence_sweep finishes a pass in steps (changing no answer), and
+ * lh_evidence_trim gives the memory of emptied tables back, keeping every answer. */
+static void test_sweep_and_trim(void) {
+  enum { N = 20000, KEPT = 1000 };
+  int64_t *d = malloc(sizeof *d * N);
+  lh_evidence *ev = new_set(2, 10);
+  CHECK(d != NULL && ev != NULL);
+  if (d == NULL || ev == NULL) goto out;
+  for (size_t i = 0; i < N; i++) d[i] = (int64_t)(i + 1);
+  apply1(ev, 1, STORED, d, N);
+  apply1(ev, 2, REMOVED, d, N); /* bucket 0 */
+  lh_evidence_advance(ev, 1);
+  apply1(ev, 3, STORED, d, KEPT);
+  apply1(ev, 4, REMOVED, d, KEPT); /* the first KEPT digests again, in bucket 1 */
+  lh_evidence_stats before;
+  lh_evidence_get_stats(ev, 0, &before);
+  CHECK(before.evidence == N && before.evidence_bytes == 32768 * 12);
+
+  lh_evidence_advance(ev, 2); /* retains buckets 1..2: bucket 0's removals expire (4096 slots swept) */
+  size_t left = lh_evidence_sweep(ev, 0); /* a budget of 0 examines nothing */
+  CHECK(left > 0 && left < 32768 && lh_evidence_sweep(ev, 0) == left);
+  EXPECT(ev, N, LH_EVIDENCE_AGED, 0); /* answered aged before the sweep reaches it */
+  EXPECT(ev, 1, LH_EVIDENCE_REMOVED, 4);
+  size_t steps = 0;
+  while ((left = lh_evidence_sweep(ev, 1000)) > 0) steps++;
+  CHECK(steps >= 10); /* 1000 slots a step (a deleted entry's slot is examined again) */
+  lh_evidence_stats s;
+  lh_evidence_get_stats(ev, 0, &s);
+  CHECK(s.evidence == KEPT && s.expired == N - KEPT && s.evidence_bytes == before.evidence_bytes);
+
+  char err[LH_ERR_LEN] = "";
+  CHECK(lh_evidence_trim(ev, err, sizeof err) == LH_OK);
+  lh_evidence_get_stats(ev, 0, &s);
+  CHECK(s.evidence == KEPT && s.evidence_bytes == 4096 * 12); /* KEPT x 2 fit at most 90 % full */
+  CHECK(s.resident == 0 && s.resident_bytes == 0);             /* the emptied resident table is freed */
+  for (size_t i = 0; i < N; i++) {
+    if (i < KEPT) {
+      EXPECT(ev, d[i], LH_EVIDENCE_REMOVED, 4);
+    } else {
+      EXPECT(ev, d[i], LH_EVIDENCE_AGED, 0);
+    }
+  }
+  CHECK(lh_evidence_trim(ev, err, sizeof err) == LH_OK); /* as small as it gets: unchanged */
+  lh_evidence_get_stats(ev, 0, &s);
+  CHECK(s.evidence_bytes == 4096 * 12);
+
+  lh_evidence_advance(ev, 10); /* everything expires, then the table is freed */
+  while (lh_evidence_sweep(ev, 1000) > 0) {
+  }
+  CHECK(lh_evidence_trim(ev, err, sizeof err) == LH_OK);
+  lh_evidence_get_stats(ev, 0, &s);
+  CHECK(s.evidence == 0 && s.evidence_bytes == 0 && s.expired == N);
+  EXPECT(ev, 1, LH_EVIDENCE_AGED, 0);
+  CHECK(lh_evidence_sweep(ev, 1000) == 0);
+
+  apply1(ev, 5, STORED, d, 10); /* a freed table grows again */
+  apply1(ev, 6, REMOVED, d, 5);
+  EXPECT(ev, 1, LH_EVIDENCE_REMOVED, 6);
+  EXPECT(ev, 10, LH_EVIDENCE_RESIDENT, 5);
+out:
+  lh_evidence_destroy(ev);
+  free(d);
+}
+
 int main(void) {
   CHECK(unmix64(mix64(12345)) == 12345 && mix64(unmix64(0xfeedULL)) == 0xfeedULL);
   test_store_remove_store();
@@ -946,5 +1010,6 @@ int main(void) {
   test_wrapping_deletions();
   test_differential();
   test_growth();
+  test_sweep_and_trim();
   return finish("evidence");
 }

@@ -4,7 +4,9 @@ either a batch of one worker's KV events or a lookup::
     {"worker": "vllm-0", "epoch": "boot-1", "seq": 0, "ts": 1764561600.0, "events": [...]}
     {"lookup": {"worker": "vllm-0", "block_hash": 1002}, "ts": 1764561601.5}
 
-A batch line is the HTTP event body (litehit.attribution.schemas.EventBatchBody) plus its worker;
+A batch line is the HTTP event body (litehit.attribution.schemas.EventBatchBody) plus its worker,
+with its ts required (the log's clock); a lookup is the HTTP lookup body (group, block_index and
+lookup_limit included) and when it was asked;
 `litehit attribution record` writes such lines from ZMQ publishers, and `litehit attribution
 replay` runs a log through the same store the owner uses, with the lines' ts as the clock.
 """
@@ -19,8 +21,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from litehit.attribution.events import EventBatch
+from litehit.attribution.events import BlockEvent, EventBatch
 from litehit.attribution.schemas import WORKER_PATTERN, EventBatchBody, LookupBody
+from litehit.attribution.store import Lookup
 from litehit.errors import TraceError
 
 __all__ = ["LogBatch", "LogLookup", "batch_line", "read_event_log"]
@@ -28,6 +31,7 @@ __all__ = ["LogBatch", "LogLookup", "batch_line", "read_event_log"]
 
 class _BatchLine(EventBatchBody):
     worker: str = Field(pattern=WORKER_PATTERN, description="the worker whose events these are")
+    ts: float = Field(allow_inf_nan=False, description="the worker's wall clock when it emitted the batch")
 
 
 class _LookupLine(BaseModel):
@@ -47,9 +51,12 @@ class LogBatch:
 @dataclass(frozen=True, slots=True)
 class LogLookup:
     line: int
-    worker: str
-    block_hash: int
+    lookup: Lookup
     ts: float
+
+    @property
+    def worker(self) -> str:
+        return self.lookup.worker
 
 
 def read_event_log(path: Path, name: str | None = None) -> Iterator[LogBatch | LogLookup]:
@@ -73,10 +80,10 @@ def read_event_log(path: Path, name: str | None = None) -> Iterator[LogBatch | L
             try:
                 if "lookup" in doc:
                     item = _LookupLine.model_validate(doc)
-                    yield LogLookup(n, item.lookup.worker, item.lookup.block_hash, item.ts)
+                    yield LogLookup(n, item.lookup.lookup(), item.ts)
                 else:
                     body = _BatchLine.model_validate(doc)
-                    yield LogBatch(n, body.worker, body.batch())
+                    yield LogBatch(n, body.worker, body.batch(body.ts))
             except ValidationError as exc:
                 first = exc.errors()[0]
                 where = ".".join(str(p) for p in first["loc"]) or "line"
@@ -90,6 +97,15 @@ def batch_line(worker: str, batch: EventBatch) -> bytes:
         "epoch": batch.epoch,
         "seq": batch.seq,
         "ts": batch.ts,
-        "events": [{"type": e.type.value, "block_hashes": list(e.block_hashes)} for e in batch.events],
+        "events": [_event_doc(e) for e in batch.events],
     }
     return json.dumps(doc, separators=(",", ":")).encode() + b"\n"
+
+
+def _event_doc(e: BlockEvent) -> dict[str, Any]:
+    doc: dict[str, Any] = {"type": e.type.value, "block_hashes": list(e.block_hashes)}
+    if e.group is not None:
+        doc["group"] = e.group
+    if e.group_kind is not None:
+        doc["group_kind"] = e.group_kind
+    return doc

@@ -4,7 +4,14 @@
 A worker's stream is a sequence of batches. Within one epoch (one life of the worker process)
 ``seq`` grows by exactly 1 per batch; a jump is a gap in the evidence; a new epoch is a restart.
 Block hashes are reduced to 64-bit digests by :func:`block_digest`, the same way for events and
-for lookups, so the store never compares two spellings of one hash as different keys.
+for lookups, so the store never compares two spellings of one hash as different keys; the key of
+a block in a KV-cache group other than 0 is its digest mixed with the group (:func:`group_keys`),
+so one hash in two groups is two keys.
+
+KV-cache groups. A hybrid model keeps several independently evicted caches per worker (vLLM calls
+them KV-cache groups: full attention, sliding window, Mamba state, ...). vLLM names the group of
+a stored or removed block (``group_idx``) and, on stores, its kind (``kv_cache_spec_kind``); an
+event without a group is of group 0, the only group of an engine that does not name groups.
 """
 
 from __future__ import annotations
@@ -12,11 +19,30 @@ from __future__ import annotations
 import enum
 import hashlib
 from dataclasses import dataclass, field
+from typing import Any
 
-__all__ = ["BlockEvent", "EventBatch", "EventType", "block_digest"]
+import numpy as np
+
+__all__ = [
+    "FULL_ATTENTION_KINDS",
+    "MAX_GROUP",
+    "BlockEvent",
+    "EventBatch",
+    "EventType",
+    "block_digest",
+    "group_keys",
+    "hash_value",
+]
 
 _I64_MIN = -(1 << 63)
 _U64_END = 1 << 64
+MAX_GROUP = (1 << 31) - 1
+"""The largest KV-cache group number taken (vLLM numbers its groups 0, 1, ...)."""
+FULL_ATTENTION_KINDS = frozenset({"full_attention", "mla_attention", "sink_full_attention"})
+"""The group kinds (vLLM's ``kv_cache_spec_kind``) that are full attention: a lookup that names no
+group asks about the worker's one group of such a kind."""
+MAX_HASH_BITS = 1024
+"""Block hashes of up to 1024 bits (128 bytes) are taken; vLLM's sha256 hashes have 256."""
 
 
 class EventType(enum.StrEnum):
@@ -27,8 +53,14 @@ class EventType(enum.StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class BlockEvent:
+    """``group``: the KV-cache group the blocks belong to (None: not named, group 0);
+    ``group_kind``: on a stored event, what kind of cache that group is (vLLM's
+    ``kv_cache_spec_kind``, e.g. ``full_attention``, ``sliding_window``, ``mamba``)."""
+
     type: EventType
     block_hashes: tuple[int, ...] = ()
+    group: int | None = None
+    group_kind: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,3 +87,39 @@ def block_digest(block_hash: int | bytes) -> int:
     width = (block_hash.bit_length() + 8) // 8
     raw = block_hash.to_bytes(width, "big", signed=True)
     return int.from_bytes(hashlib.blake2b(raw, digest_size=8).digest(), "big", signed=True)
+
+
+def hash_value(value: Any) -> int:
+    """A block hash as vLLM publishes it, in JSON: an integer, or its bytes as hex digits
+    (``bytes.hex()``, an optional ``0x`` in front), read big-endian exactly as the ZMQ subscriber
+    reads a bytes hash. Raises ValueError otherwise (booleans and floats are not hashes)."""
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise ValueError("a block hash is an integer or a hex string (the hash's bytes, as bytes.hex() writes them)")
+    if isinstance(value, str):
+        digits = value[2:] if value[:2] in ("0x", "0X") else value
+        if not digits or len(digits) > MAX_HASH_BITS // 4 or digits.strip("0123456789abcdefABCDEF"):
+            raise ValueError(f"a hex block hash is 1 to {MAX_HASH_BITS // 4} hex digits (optionally after 0x)")
+        return int(digits, 16)
+    if value.bit_length() > MAX_HASH_BITS:
+        raise ValueError(f"a block hash has at most {MAX_HASH_BITS} bits")
+    return value
+
+
+_GROUP_SALT = 0x9E3779B97F4A7C15
+
+
+def group_keys(digests: np.ndarray[Any, Any], group: int | None) -> np.ndarray[Any, Any]:
+    """The store's keys of ``digests`` (int64) in KV-cache ``group``: the digests themselves in
+    group 0 (or None), else a 64-bit mix of digest and group (a bijection of the digest for each
+    group, so two hashes of one group never share a key, and a key of one group equals one of
+    another with probability about 2**-64)."""
+    if not group:
+        return digests
+    x = digests.view(np.uint64) ^ np.uint64((group * _GROUP_SALT) & (_U64_END - 1))
+    x = x ^ (x >> np.uint64(30))
+    x = x * np.uint64(0xBF58476D1CE4E5B9)
+    x = x ^ (x >> np.uint64(27))
+    x = x * np.uint64(0x94D049BB133111EB)
+    x = x ^ (x >> np.uint64(31))
+    out: np.ndarray[Any, Any] = x.view(np.int64)
+    return out

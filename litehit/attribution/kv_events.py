@@ -17,9 +17,12 @@ or as a tagged map with the same field names and the tag under ``"type"`` (newer
     {"type": "BlockRemoved", "block_hashes": [...], "medium": "GPU", "group_idx": 0}
 
 Older engines stop earlier (no ``medium`` and later fields: SGLang, early vLLM) and newer ones
-append more, so trailing fields may be missing or extra; only ``block_hashes`` and ``medium`` are
-read. A block hash is a msgpack integer (64-bit) or bytes (e.g. a sha256 digest), read big-endian;
-the store reduces both with :func:`~litehit.attribution.events.block_digest`.
+append more, so trailing fields may be missing or extra; only ``block_hashes``, ``medium``,
+``group_idx`` (the KV-cache group of a hybrid model; vLLM names it on stores and removals, SGLang
+does not) and, on stores, ``kv_cache_spec_kind`` (the group's kind, lower-cased) are read. A block
+hash is a msgpack integer (64-bit) or bytes (e.g. a sha256 digest), read big-endian; the store
+reduces both with :func:`~litehit.attribution.events.block_digest`. A payload nested too deeply to
+decode is malformed like any other.
 
 ``medium`` names the cache tier: a removal from a CPU-offload tier is not a GPU prefix-cache
 eviction, so by default only events whose medium is absent or ``"GPU"`` count (case-insensitive);
@@ -36,7 +39,7 @@ from typing import Any, TypeAlias, cast
 
 import msgspec
 
-from litehit.attribution.events import BlockEvent, EventBatch, EventType
+from litehit.attribution.events import MAX_GROUP, BlockEvent, EventBatch, EventType
 from litehit.errors import KVEventDecodeError
 
 __all__ = [
@@ -89,13 +92,18 @@ class BlockStoredArray(msgspec.Struct, array_like=True, gc=False, tag="BlockStor
     block_size: msgspec.Raw = _UNSET  # int
     lora_id: msgspec.Raw = _UNSET  # int | None
     medium: str | None = None
-    # then lora_name, extra_keys, group_idx, kv_cache_spec_kind, ...: ignored
+    lora_name: msgspec.Raw = _UNSET  # str | None
+    extra_keys: msgspec.Raw = _UNSET  # list | None
+    group_idx: int | None = None  # the KV-cache group (vLLM with hybrid-model KV events)
+    kv_cache_spec_kind: str | None = None  # that group's kind: full_attention, sliding_window, mamba, ...
+    # then kv_cache_spec_sliding_window, ...: ignored
 
 
 class BlockRemovedArray(msgspec.Struct, array_like=True, gc=False, tag="BlockRemoved"):
     block_hashes: list[int | bytes]
     medium: str | None = None
-    # then group_idx, ...: ignored
+    group_idx: int | None = None
+    # then anything newer: ignored
 
 
 class AllBlocksClearedArray(msgspec.Struct, array_like=True, gc=False, tag="AllBlocksCleared"):
@@ -108,11 +116,14 @@ class AllBlocksClearedArray(msgspec.Struct, array_like=True, gc=False, tag="AllB
 class BlockStoredMap(msgspec.Struct, gc=False, tag="BlockStored"):
     block_hashes: list[int | bytes]
     medium: str | None = None
+    group_idx: int | None = None
+    kv_cache_spec_kind: str | None = None
 
 
 class BlockRemovedMap(msgspec.Struct, gc=False, tag="BlockRemoved"):
     block_hashes: list[int | bytes]
     medium: str | None = None
+    group_idx: int | None = None
 
 
 class AllBlocksClearedMap(msgspec.Struct, gc=False, tag="AllBlocksCleared"):
@@ -185,6 +196,8 @@ class KVEventDecoder:
             wire = (self._batch_map if _is_map(payload[0]) else self._batch_array).decode(payload)
         except msgspec.DecodeError as e:
             raise KVEventDecodeError(f"batch: {e}") from None
+        except RecursionError:
+            raise KVEventDecodeError("batch: nested too deeply") from None
         if not math.isfinite(wire.ts):
             raise KVEventDecodeError(f"batch: ts is {wire.ts}")
         events: list[BlockEvent] = []
@@ -198,8 +211,15 @@ class KVEventDecoder:
             elif not self.counts(event.medium):
                 skipped_medium += 1
             else:
-                kind = EventType.STORED if isinstance(event, BlockStoredArray | BlockStoredMap) else EventType.REMOVED
-                events.append(BlockEvent(kind, _hash_ints(i, event.block_hashes)))
+                group = event.group_idx
+                if group is not None and not 0 <= group <= MAX_GROUP:
+                    raise KVEventDecodeError(f"event {i}: group_idx {group} is not in 0..{MAX_GROUP}")
+                hashes = _hash_ints(i, event.block_hashes)
+                if isinstance(event, BlockStoredArray | BlockStoredMap):
+                    kind = event.kv_cache_spec_kind
+                    events.append(BlockEvent(EventType.STORED, hashes, group, kind.strip().lower() if kind else None))
+                else:
+                    events.append(BlockEvent(EventType.REMOVED, hashes, group))
         batch = EventBatch(epoch=epoch, seq=seq, ts=wire.ts, events=tuple(events))
         return DecodedBatch(batch, skipped_medium, skipped_unknown, wire.data_parallel_rank)
 
@@ -216,13 +236,15 @@ class KVEventDecoder:
             if _unknown_tag(raw):
                 return None
             raise KVEventDecodeError(f"event {i}: {e}") from None
+        except RecursionError:
+            raise KVEventDecodeError(f"event {i}: nested too deeply") from None
 
 
 def _unknown_tag(raw: msgspec.Raw) -> bool:
     """Whether this event is well-formed msgpack tagged with a name this decoder does not know."""
     try:
         value = msgspec.msgpack.decode(raw)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):
         return False
     if isinstance(value, list) and value:
         tag = value[0]

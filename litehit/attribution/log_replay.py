@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from litehit.attribution.event_log import LogBatch, LogLookup
-from litehit.attribution.store import Attribution, AttributionStore
+from litehit.attribution.store import Attribution, AttributionStore, Lookup
 
 __all__ = ["LogAnswer", "LogReplay"]
 
@@ -19,29 +19,38 @@ __all__ = ["LogAnswer", "LogReplay"]
 @dataclass(frozen=True, slots=True)
 class LogAnswer:
     line: int
-    worker: str
-    block_hash: int
+    lookup: Lookup
     ts: float
     attribution: Attribution
 
+    @property
+    def worker(self) -> str:
+        return self.lookup.worker
+
     def as_dict(self) -> dict[str, Any]:
+        q = self.lookup
+        asked = {"block_index": q.block_index, "lookup_limit": q.lookup_limit}  # the group is in the answer
         return {
             "line": self.line,
-            "worker": self.worker,
-            "block_hash": self.block_hash,
+            "worker": q.worker,
+            "block_hash": q.block_hash,
+            **{k: v for k, v in asked.items() if v is not None},
             "ts": self.ts,
             **self.attribution.as_dict(),
         }
 
 
 class LogReplay:
-    def __init__(self, *, window_s: float, bucket_s: float, max_lag_s: float, filter_bits: int) -> None:
+    def __init__(
+        self, *, window_s: float, bucket_s: float, max_lag_s: float, filter_bits: int, reorder_grace_s: float = 0.0
+    ) -> None:
         self.now: float | None = None
         self.store = AttributionStore(
             window_s=window_s,
             bucket_s=bucket_s,
             max_lag_s=max_lag_s,
             filter_bits=filter_bits,
+            reorder_grace_s=reorder_grace_s,
             clock=self._clock,
             wall=self._clock,
         )
@@ -60,8 +69,8 @@ class LogReplay:
             if isinstance(item, LogBatch):
                 self.store.apply(item.worker, item.batch)
             else:
-                answer = self.store.lookup(item.worker, item.block_hash)
-                yield LogAnswer(item.line, item.worker, item.block_hash, item.ts, answer)
+                (answer,) = self.store.lookup_many([item.lookup])
+                yield LogAnswer(item.line, item.lookup, item.ts, answer)
 
     def close(self) -> None:
         self.store.close()

@@ -17,7 +17,7 @@ from functools import partial
 from typing import Any
 
 from litehit.attribution.events import EventBatch
-from litehit.attribution.store import ApplyResult, Attribution, AttributionStore, Outcome
+from litehit.attribution.store import ApplyResult, Attribution, AttributionStore, Cause, Lookup, not_probed
 from litehit.db.models import AttributionShard, utcnow
 from litehit.db.session import session_scope
 from litehit.errors import NotShardOwner, WrongShard
@@ -64,6 +64,7 @@ class AttributionOwner:
             bucket_s=settings.attribution_bucket_s,
             max_lag_s=settings.attribution_max_lag_s,
             filter_bits=settings.attribution_filter_bits,
+            reorder_grace_s=settings.attribution_reorder_grace_s,
             clock=monotonic,
             wall=wall,
         )
@@ -107,17 +108,24 @@ class AttributionOwner:
             log.info("subscribed to the KV events of worker %s at %s", ep.worker, ep.endpoint)
 
     def housekeep(self) -> None:
-        """On the serving thread now and then: forgets workers idle for LITEHIT_ATTRIBUTION_FORGET_AFTER_S
-        (evidence itself expires on lookup and apply)."""
+        """On the serving thread now and then: forgets workers idle for LITEHIT_ATTRIBUTION_FORGET_AFTER_S."""
         idle_s = self.settings.attribution_forget_after_s
         if idle_s > 0:
             for worker in self.store.forget_idle(idle_s):
                 log.info("forgot worker %s: no events for %.0f s", worker, idle_s)
 
+    def housekeep_in_thread(self) -> None:
+        """Now and then, off the serving thread: evidence older than the window expires and its
+        memory is given back, and batches held for reordering past their grace are applied, even
+        when no lookup or event comes (the store takes its lock in short steps)."""
+        self.store.expire()
+
     def deliver(self, worker: str, batch: EventBatch) -> None:
-        """A subscriber's batch (called on its thread; the store has its own lock)."""
+        """A subscriber's batch (called on its thread; the store has its own lock). The subscriber
+        delivers in seq order (it fills what it can from the replay socket first), so a jump it
+        delivers is a gap at once: nothing is held for reordering."""
         if self.lease.held:
-            self.store.apply(worker, batch)
+            self.store.apply(worker, batch, may_reorder=False)
 
     def release(self) -> None:
         """At shutdown: subscribers stopped, the lease given up, the evidence freed."""
@@ -142,17 +150,23 @@ class AttributionOwner:
             raise WrongShard(f"worker {worker} belongs to attribution shard {shard_of(worker, self.shards)}")
         return self.store.apply(worker, batch)
 
-    def lookup_many(self, items: Iterable[tuple[str, int]]) -> list[Attribution]:
-        """Answers in order; a worker of another shard is answered unknown (its owner is elsewhere)."""
+    def lookup_many(self, items: Iterable[Lookup]) -> list[Attribution]:
+        """Answers in order; a worker of another shard is answered unknown (its owner is elsewhere),
+        or not_a_miss when the block lies beyond the lookup limit (no evidence needed for that)."""
         self.require_lease()
         pending = list(items)
-        mine = [(i, item) for i, item in enumerate(pending) if self.owns(item[0])]
+        mine = [(i, q) for i, q in enumerate(pending) if self.owns(q.worker)]
         answers: list[Attribution] = [
-            Attribution(Outcome.UNKNOWN, f"worker {w!r} belongs to attribution shard {shard_of(w, self.shards)}")
-            for w, _ in pending
+            not_probed(q)
+            or Attribution.of(
+                Cause.OTHER_SHARD,
+                f"worker {q.worker!r} belongs to attribution shard {shard_of(q.worker, self.shards)}",
+                group=q.group,
+            )
+            for q in pending
         ]
         self.other_shard_lookups += len(pending) - len(mine)
-        for (i, _), answer in zip(mine, self.store.lookup_many(item for _, item in mine), strict=True):
+        for (i, _), answer in zip(mine, self.store.lookup_many(q for _, q in mine), strict=True):
             answers[i] = answer
         return answers
 

@@ -5,16 +5,20 @@ into the store's :class:`~litehit.attribution.events.EventBatch` objects and han
 Sequence and epochs. The engine numbers its batches from 0 each time its process starts. The
 first batch this subscriber sees starts its epoch 0 (``zmq-<start time ns>-0``); a ``seq`` that
 does not move forward (the same or a smaller one) means the engine restarted, and starts the next
-epoch (``...-1``, ``...-2``). So does any ``seq`` but the next one after the connection to the
-engine dropped: a restarted engine may have published past the last ``seq`` before this
-subscriber reconnected, and only the next ``seq`` shows it is the same process (a network blip
-that lost batches thus costs an epoch, never a wrong history). Otherwise, a ``seq`` that jumps
-forward by more than 1 is a gap: when the
-worker has a replay endpoint, the missing batches are requested from the engine's replay socket
-and delivered (in order, only the missing ones) before the batch that jumped; whatever the replay
-cannot supply in ``replay_timeout_s`` stays a gap, and the jumped batch is delivered with its real
-``seq``, so the store sees the jump. A payload that cannot be decoded is counted and logged and
-nothing is delivered for its ``seq`` (the store sees that as a gap too).
+epoch (``...-1``, ``...-2``). After the connection to the engine dropped, continuity is proven,
+never assumed: a restarted engine whose first batches were lost (PUB/SUB drops what is published
+before the subscriber has reconnected) may go on with exactly the next ``seq``. So the first batch
+after a reconnect keeps the epoch only when the worker has a replay endpoint and its replay of
+the last ``seq`` received before the drop is byte for byte what was received (the batch carries
+the engine's timestamp: a restarted engine's batch of that number differs); the batches between
+come from the same replay answer. Without a replay endpoint, or when the replay differs or does
+not answer, the reconnect starts a new epoch (a network blip thus costs an epoch, never a wrong
+history). Otherwise, a ``seq`` that jumps forward by more than 1 is a gap: when the worker has a
+replay endpoint, the missing batches are requested from the engine's replay socket and delivered
+(in order, only the missing ones) before the batch that jumped; whatever the replay cannot supply
+in ``replay_timeout_s`` stays a gap, and the jumped batch is delivered with its real ``seq``, so
+the store sees the jump. A payload that cannot be decoded is counted and logged and nothing is
+delivered for its ``seq`` (the store sees that as a gap too).
 
 Replay protocol (the engine's ROUTER socket): the request is one frame, the first wanted ``seq``
 (8 bytes, big-endian), behind the REQ envelope's empty delimiter. The engine answers with one
@@ -69,7 +73,9 @@ _COUNTERS = (
     "gaps_filled",  # gaps whose every missing batch came from the replay socket
     "replayed",  # batches delivered from the replay socket
     "replay_requests",  # replay requests sent
-    "restarts",  # a new epoch: seq went backwards, or moved on by more than 1 after a disconnect
+    "restarts",  # a new epoch: seq went backwards, or a reconnect whose continuity was not proven
+    "continuity_proven",  # reconnects kept in the epoch: the replay of the last seq matched what was received
+    "continuity_unproven",  # reconnects made a new epoch: no replay endpoint, or its answer differed or was missing
     "caught_up",  # batches of an epoch's start, from the replay socket, when joining it late (catch_up)
     "disconnects",  # the connection to the engine dropped
 )
@@ -117,6 +123,7 @@ class KVEventSubscriber:
         self._lock = threading.Lock()
         self._counts = dict.fromkeys(_COUNTERS, 0)
         self._last_seq: int | None = None
+        self._last_payload = b""  # the payload of _last_seq, to compare with its replay after a reconnect
         self._epoch_base = ""
         self._epoch_n = -1  # no batch seen yet
         self._peer_lost = False  # the connection to the engine dropped since the last batch
@@ -232,26 +239,63 @@ class KVEventSubscriber:
         seq = int.from_bytes(frames[1], "big")
         payload = frames[2]
         with self._lock:
-            last = self._last_seq
-            # After a dropped connection only the next seq proves the same engine process: any
-            # other seq may come from a restarted engine that has published past the last one.
-            if last is None or seq <= last or (self._peer_lost and seq != last + 1):
+            last, lost = self._last_seq, self._peer_lost
+            self._peer_lost = False
+        if last is None or seq <= last:
+            new_epoch = True
+        elif lost:  # after a dropped connection, only a proof keeps the epoch
+            new_epoch = not self._continues(last, seq)
+        else:
+            new_epoch = False
+            if seq > last + 1:
+                self._count("gaps")
+                logger.info("KV events of worker %r: seq %d follows %d (a gap)", self.worker, seq, last)
+                if self.replay_endpoint is not None:
+                    self._fill_gap(last + 1, seq)
+        if new_epoch:
+            with self._lock:
                 if last is not None:
                     self._counts["restarts"] += 1
                 self._epoch_n += 1
-                last = None
-            elif seq > last + 1:
-                self._counts["gaps"] += 1
-            self._peer_lost = False
-        if last is not None and seq > last + 1:
-            logger.info("KV events of worker %r: seq %d follows %d (a gap)", self.worker, seq, last)
-            if self.replay_endpoint is not None:
-                self._fill_gap(last + 1, seq)
-        elif last is None and seq > 0 and self.catch_up and self.replay_endpoint is not None:
-            self._catch_up(seq)
+            if seq > 0 and self.catch_up and self.replay_endpoint is not None:
+                self._catch_up(seq)
         with self._lock:
-            self._last_seq = seq
+            self._last_seq, self._last_payload = seq, payload
         self._decode_and_deliver(seq, payload, replayed=False)
+
+    def _continues(self, last: int, seq: int) -> bool:
+        """After a reconnect, whether batch ``seq`` (> ``last``) is of the engine process that sent
+        ``last``: its replay of ``last`` must be what was received. When it is, the batches between
+        (from the same replay answer) are delivered and any still missing stay a gap."""
+        got = self._request_replay(last, seq) if self.replay_endpoint is not None else {}
+        if last not in got or got[last] != self._last_payload:
+            self._count("continuity_unproven")
+            why = (
+                "no replay endpoint"
+                if self.replay_endpoint is None
+                else "its replay does not have it"
+                if last not in got
+                else "its replay differs"
+            )
+            logger.info(
+                "KV events of worker %r: reconnected at seq %d; the same engine process cannot be proven (%s of seq "
+                "%d): a new epoch",
+                self.worker,
+                seq,
+                why,
+                last,
+            )
+            return False
+        self._count("continuity_proven")
+        if seq > last + 1:
+            self._count("gaps")
+            missing = range(last + 1, seq)
+            for s in missing:
+                if s in got:
+                    self._decode_and_deliver(s, got[s], replayed=True)
+            if all(s in got for s in missing):
+                self._count("gaps_filled")
+        return True
 
     def _decode_and_deliver(self, seq: int, payload: bytes, *, replayed: bool) -> None:
         with self._lock:

@@ -2,7 +2,7 @@
 
 - ``replay LOG``: runs an event log (KV-event batches and lookups, one JSON per line) through
   the same store as the attribution owner, with the log's timestamps as the clock, and reports
-  every lookup's outcome (evicted / no_recent_match / resident / unknown).
+  every lookup's outcome (evicted / no_recent_match / resident / not_a_miss / unknown).
 - ``record``: subscribes to vLLM/SGLang ZMQ KV-event publishers and writes what they publish as
   an event log (published atomically when recording stops).
 """
@@ -23,7 +23,7 @@ from litehit.errors import ConfigError, ConfigIssue
 
 __all__ = ["add_parser"]
 
-_OUTCOMES = ("resident", "evicted", "no_recent_match", "unknown")
+_OUTCOMES = ("resident", "evicted", "no_recent_match", "not_a_miss", "unknown")
 
 
 def add_parser(sub: Any) -> None:
@@ -43,7 +43,7 @@ def add_parser(sub: Any) -> None:
         help="answer an event log's lookups with the owner's store (timestamps as the clock)",
         description=(
             "Each line of LOG is an event batch {worker, epoch, seq, ts, events} (the HTTP event body plus\n"
-            "its worker) or a lookup {lookup: {worker, block_hash}, ts}. Batches are applied and lookups\n"
+            "its worker) or a lookup {lookup: {worker, block_hash, ...}, ts}. Batches are applied and lookups\n"
             "answered in order, with the largest ts so far as the clock (no consumer lag). Prints the\n"
             "outcomes per worker; -o writes one JSON answer per lookup."
         ),
@@ -58,6 +58,12 @@ def add_parser(sub: Any) -> None:
         type=int,
         default=defaults["attribution_filter_bits"].default,
         help="bits of each worker's aged-evidence filter (a power of two >= 64, or 0 for none)",
+    )
+    r.add_argument(
+        "--reorder-grace-s",
+        type=float,
+        default=defaults["attribution_reorder_grace_s"].default,
+        help="how long a batch ahead of a missing seq is held for it (log clock; 0: a jump is a gap at once)",
     )
     r.add_argument("-o", "--output", type=Path, help="write every lookup's answer here (.jsonl, atomically)")
     r.add_argument("--format", choices=("table", "json"), default="table", help="the printed summary")
@@ -94,7 +100,11 @@ def _replay(args: argparse.Namespace) -> int:
     _check_jsonl(args.output)
     try:
         replay = LogReplay(
-            window_s=args.window_s, bucket_s=args.bucket_s, max_lag_s=args.max_lag_s, filter_bits=args.filter_bits
+            window_s=args.window_s,
+            bucket_s=args.bucket_s,
+            max_lag_s=args.max_lag_s,
+            filter_bits=args.filter_bits,
+            reorder_grace_s=args.reorder_grace_s,
         )
     except ValueError as exc:  # "<field> must ..., got <value>"
         field, _, reason = str(exc).partition(" ")

@@ -130,6 +130,9 @@ class ShardOwner:
         if self.snapshot_due():
             self.snapshot()
 
+    def housekeep_in_thread(self) -> None:
+        """Nothing of an online owner's housekeeping runs off the serving thread."""
+
     def snapshot_due(self) -> bool:
         return (
             self.last_snapshot is None or (self.clock() - self.last_snapshot).total_seconds() >= self.snapshot_every_s

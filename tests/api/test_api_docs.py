@@ -27,6 +27,7 @@ from service_fixtures import ROOT, free_port, wait_for
 from api.attribution import create_attribution_app
 from api.docs import ASSETS_URL
 from api.examples import FACTS_FILE, TRACE_FILE
+from api.forwarding import Forwarder
 from api.main import create_app
 from api.online import create_online_app
 from litehit.db.migrate import upgrade
@@ -142,8 +143,8 @@ def test_every_example_is_accepted_by_the_api_and_the_online_owner(settings: Set
     api_app = create_app(api_settings, enqueue=lambda *args: enqueued.append(args))
     with TestClient(owner_app) as owner, TestClient(api_app) as api:
         assert api.portal is not None
-        api.portal.call(api_app.state.online_client.aclose)
-        api_app.state.online_client = httpx.AsyncClient(transport=httpx.ASGITransport(app=owner_app))
+        api.portal.call(api_app.state.forwarder.aclose)
+        api_app.state.forwarder = Forwarder(api_settings, transport=httpx.ASGITransport(app=owner_app))
         statuses = post_every_example(api)
         ours = {where: status for where, status in statuses.items() if where.split()[1].startswith(OURS)}
         assert len(ours) >= 13 and all(200 <= s < 300 for s in ours.values()), ours

@@ -3,6 +3,7 @@ metrics that match the answers, the shard lease, and the public API forwarding t
 
 from __future__ import annotations
 
+import hashlib
 import subprocess
 import sys
 import time
@@ -73,6 +74,12 @@ def outcome(client: TestClient, worker: str, block_hash: int) -> tuple[str, floa
     return r.json()["outcome"], r.json()["evicted_at"]
 
 
+def cause(client: TestClient, worker: str, block_hash: int | str, **more: Any) -> tuple[str, str]:
+    r = client.post("/v1/attribution/lookups", json={"worker": worker, "block_hash": block_hash, **more})
+    assert r.status_code == 200, r.text
+    return r.json()["outcome"], r.json()["cause"]
+
+
 def test_events_and_lookups_give_the_four_outcomes(owner: TestClient, clocks: Clocks) -> None:
     assert events(owner, "w-a", 0, clocks.wall, ("stored", [1, 2, 3])) == "new_epoch"
     assert events(owner, "w-a", 1, clocks.wall, ("removed", [2])) == "applied"
@@ -103,14 +110,17 @@ def test_gaps_duplicates_restarts_and_lag(owner: TestClient, clocks: Clocks) -> 
     clocks.advance(WINDOW_S + BUCKET_S)
     events(owner, "w", 1, clocks.wall, ("stored", [5]))
     assert outcome(owner, "w", 77)[0] == "no_recent_match"
-    assert events(owner, "w", 5, clocks.wall, ("removed", [5])) == "gap"  # seqs 2-4 lost
-    assert outcome(owner, "w", 77)[0] == "unknown"
+    removed_at = clocks.wall
+    assert events(owner, "w", 5, removed_at, ("removed", [5])) == "held"  # seqs 2-4 missing: it waits for them
+    assert cause(owner, "w", 77) == ("unknown", "pending")
+    clocks.advance(1.0)  # the reorder grace (LITEHIT_ATTRIBUTION_REORDER_GRACE_S): seqs 2-4 are lost
+    assert cause(owner, "w", 77) == ("unknown", "gap")
     assert outcome(owner, "w", 1)[0] == "unknown"  # stored before the gap: it may be gone
-    assert outcome(owner, "w", 5) == ("evicted", clocks.wall)  # removed after the gap
+    assert outcome(owner, "w", 5) == ("evicted", removed_at)  # removed after the gap
     assert events(owner, "w", 3, clocks.wall, ("stored", [6])) == "duplicate"
     (w,) = owner.get("/v1/attribution/workers").json()["items"]
     assert [(c["first_seq"], c["last_seq"]) for c in w["coverage"]] == [(0, 1), (5, 5)]  # seqs 2-4 missing
-    assert w["coverage"][0]["since_s_ago"] == WINDOW_S + BUCKET_S and w["coverage"][1]["until_s_ago"] == 0
+    assert w["coverage"][0]["since_s_ago"] == WINDOW_S + BUCKET_S + 1 and w["coverage"][1]["until_s_ago"] == 0
     assert w["resident_set_complete"] is False
     assert outcome(owner, "w", 6)[0] == "unknown"
     assert events(owner, "w", 0, clocks.wall, ("stored", [8]), epoch="e2") == "new_epoch"
@@ -146,6 +156,31 @@ def test_gaps_duplicates_restarts_and_lag(owner: TestClient, clocks: Clocks) -> 
             ["body", "events", 0],
         ),
         ({"epoch": "e", "seq": 0, "ts": 1.0, "events": [], "extra": 1}, ["body", "extra"]),
+        (  # a boolean is not a hash (it was read as 0)
+            {"epoch": "e", "seq": 0, "ts": 1.0, "events": [{"type": "stored", "block_hashes": [False]}]},
+            ["body", "events", 0, "block_hashes", 0],
+        ),
+        (
+            {"epoch": "e", "seq": 0, "ts": 1.0, "events": [{"type": "stored", "block_hashes": ["12zz"]}]},
+            ["body", "events", 0, "block_hashes", 0],
+        ),
+        (
+            {"epoch": "e", "seq": 0, "ts": 1.0, "events": [{"type": "stored", "block_hashes": [1], "group": -1}]},
+            ["body", "events", 0, "group"],
+        ),
+        (
+            {"epoch": "e", "seq": 0, "ts": 1.0, "events": [{"type": "stored", "block_hashes": [1], "group": True}]},
+            ["body", "events", 0, "group"],
+        ),
+        (
+            {"epoch": "e", "seq": 0, "ts": 1.0, "events": [{"type": "cleared", "group": 1}]},
+            ["body", "events", 0],
+        ),
+        (
+            {"epoch": "e", "seq": 0, "events": [{"type": "removed", "block_hashes": [1], "group_kind": "mamba"}]},
+            ["body", "events", 0],
+        ),
+        ({"epoch": "e", "seq": True, "events": []}, ["body", "seq"]),
     ],
 )
 def test_malformed_events_are_422_naming_the_field(owner: TestClient, body: dict[str, Any], loc: list[Any]) -> None:
@@ -162,11 +197,68 @@ def test_malformed_lookups_are_422(owner: TestClient) -> None:
         ({"worker": "a/b", "block_hash": 1}, ["body", "worker"]),
         ({"worker": "..", "block_hash": 1}, ["body", "worker"]),
         ({"worker": "w", "block_hash": 1.5}, ["body", "block_hash"]),
+        ({"worker": "w", "block_hash": False}, ["body", "block_hash"]),
+        ({"worker": "w", "block_hash": "sha256:ab"}, ["body", "block_hash"]),
+        ({"worker": "w", "block_hash": "a" * 257}, ["body", "block_hash"]),
+        ({"worker": "w", "block_hash": 2**1100}, ["body", "block_hash"]),
+        ({"worker": "w", "block_hash": 1, "group": "0"}, ["body", "group"]),
+        ({"worker": "w", "block_hash": 1, "block_index": -1, "lookup_limit": 2}, ["body", "block_index"]),
+        ({"worker": "w", "block_hash": 1, "block_index": 1}, ["body"]),  # the limit comes with it
+        ({"worker": "w", "block_hash": 1, "lookup_limit": 1}, ["body"]),
     ]:
         r = owner.post("/v1/attribution/lookups", json=body)
         assert r.status_code == 422 and [d["loc"] for d in r.json()["error"]["details"]] == [loc], r.text
     r = owner.post("/v1/attribution/lookups/batch", json={"lookups": []})
     assert r.status_code == 422
+
+
+def test_hashes_as_vllm_publishes_them_groups_and_the_lookup_limit(owner: TestClient, clocks: Clocks) -> None:
+    """A bytes hash (vLLM's sha256) is sent as hex; an event and a lookup spelling one hash as hex
+    or as an integer reduce to the same key. Groups keep their own evidence; a block at the lookup
+    limit is not a miss; a batch without ts is stamped with the owner's clock (no lag)."""
+    sha = hashlib.sha256(b"block").digest()
+    body = {
+        "epoch": "e",
+        "seq": 0,
+        "events": [
+            {"type": "stored", "block_hashes": [sha.hex(), "0000ff", 12], "group": 0, "group_kind": "full_attention"},
+            {"type": "stored", "block_hashes": [sha.hex()], "group": 1, "group_kind": "sliding_window"},
+            {"type": "removed", "block_hashes": [sha.hex()], "group": 1},
+            {"type": "removed", "block_hashes": ["0x0c"]},
+        ],
+    }
+    r = owner.post("/v1/attribution/workers/w/events", json=body)
+    assert r.status_code == 200 and r.json()["result"] == "new_epoch", r.text
+    assert cause(owner, "w", sha.hex()) == ("resident", "resident")
+    assert cause(owner, "w", int.from_bytes(sha, "big")) == ("resident", "resident")
+    assert cause(owner, "w", "0X" + sha.hex().upper()) == ("resident", "resident")
+    assert cause(owner, "w", sha.hex(), group=1) == ("evicted", "evicted")
+    assert cause(owner, "w", 255) == ("resident", "resident")
+    assert cause(owner, "w", "ff") == ("resident", "resident")
+    assert cause(owner, "w", 12) == ("evicted", "evicted")
+    r = owner.post("/v1/attribution/lookups", json={"worker": "w", "block_hash": 12}).json()
+    assert (r["evicted_at"], r["group"], r["group_kind"]) == (clocks.wall, 0, "full_attention")
+    assert cause(owner, "w", 12, block_index=2, lookup_limit=3) == ("evicted", "evicted")
+    assert cause(owner, "w", 12, block_index=3, lookup_limit=3) == ("not_a_miss", "beyond_lookup_limit")
+    assert cause(owner, "nobody", 12, block_index=3, lookup_limit=3) == ("not_a_miss", "beyond_lookup_limit")
+    (listed,) = owner.get("/v1/attribution/workers").json()["items"]
+    assert listed["groups"] == {"0": "full_attention", "1": "sliding_window"} and listed["lag_s"] == 0
+
+
+def test_the_housekeeping_timer_expires_evidence_without_lookups(settings: Settings, clocks: Clocks) -> None:
+    """No lookup, no event: the owner's housekeeping (every lease_s / 3) sweeps out the evidence
+    that aged past the window and frees its memory."""
+    make = partial(AttributionOwner, monotonic=lambda: clocks.mono, wall=lambda: clocks.wall, lease_s=0.3)
+    with TestClient(create_attribution_app(settings, make_owner=make)) as owner:
+        keys = list(range(1, 50_001))
+        events(owner, "w", 0, clocks.wall, ("stored", keys), ("removed", keys))
+        store = owner.app.state.owner.store  # type: ignore[attr-defined]
+        evidence = store.workers["w"].evidence  # read as it is: no lookup, no advance
+        assert evidence.stats(settle=False).evidence == 50_000
+        clocks.advance(WINDOW_S + BUCKET_S)
+        wait_for(lambda: evidence.stats(settle=False).evidence == 0, 10, "the timer's expiry")
+        assert evidence.stats(settle=False).evidence_bytes == 0
+        assert evidence.stats(settle=False).expired == 50_000
 
 
 def test_metrics_count_what_the_routes_answered(owner: TestClient, clocks: Clocks) -> None:
@@ -180,9 +272,16 @@ def test_metrics_count_what_the_routes_answered(owner: TestClient, clocks: Clock
         for family in text_string_to_metric_families(text)
         for s in family.samples
     }
-    assert samples[("litehit_attribution_lookups_total", (("outcome", "evicted"), ("worker", "w-1")))] == 2
-    assert samples[("litehit_attribution_lookups_total", (("outcome", "resident"), ("worker", "w-1")))] == 1
-    assert samples[("litehit_attribution_lookups_total", (("outcome", "unknown"), ("worker", "w-1")))] == 1
+
+    def lookups(outcome: str, cause: str) -> float:
+        labels = (("cause", cause), ("outcome", outcome), ("worker", "w-1"))
+        return samples[("litehit_attribution_lookups_total", labels)]
+
+    assert lookups("evicted", "evicted") == 2
+    assert lookups("evicted", "reset") == 0
+    assert lookups("resident", "resident") == 1
+    assert lookups("unknown", "short_history") == 1
+    assert lookups("not_a_miss", "beyond_lookup_limit") == 0
     assert samples[("litehit_attribution_event_blocks_total", (("type", "stored"), ("worker", "w-1")))] == 2
     assert samples[("litehit_attribution_retained_evictions", (("worker", "w-1"),))] == 1
     assert samples[("litehit_attribution_lookup_seconds_count", ())] == 5
@@ -315,6 +414,10 @@ def test_the_owner_subscribes_to_a_zmq_publisher(settings: Settings) -> None:
             seq += 1
             wait_for(lambda: outcome(owner, "vllm-0", 6)[0] == "evicted", 10, "the removal")
             assert outcome(owner, "vllm-0", 5)[0] == "resident"
+            sha = hashlib.sha256(b"a block").digest()  # vLLM's sha256 block hashes are bytes on the wire
+            send(seq, ["BlockStored", [sha], None, [1, 2], 2, None, "GPU"])
+            seq += 1
+            wait_for(lambda: cause(owner, "vllm-0", sha.hex()) == ("resident", "resident"), 10, "the bytes hash")
             time.sleep(0.6)  # a window of complete history
             send(seq, ["BlockStored", [7], None, [1, 2], 2, None, None])
             seq += 1

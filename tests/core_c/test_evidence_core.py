@@ -305,6 +305,8 @@ def test_close_is_idempotent_and_use_after_close_raises() -> None:
         lambda: ev.lookup(empty),
         ev.forget,
         ev.stats,
+        lambda: ev.sweep(1),
+        ev.trim,
     ):
         with pytest.raises(ValueError, match="closed"):
             call()
@@ -423,3 +425,34 @@ def test_expiry_spread_over_calls_never_changes_an_answer(filter_log2: int) -> N
         assert stats.evidence == len(fresh) + 1
         assert stats.filter_inserts == (n - 1 if filter_log2 else 0)
         assert looked_up(ev, sample) == [(aged, 0)] * len(sample)
+
+
+def test_a_timer_sweeps_in_steps_and_trim_gives_the_memory_back() -> None:
+    """sweep(budget) finishes an expiry pass in steps without changing an answer, and trim() frees
+    an emptied table and shrinks one left at most a quarter full, keeping every answer."""
+    n, kept = 100_000, 1_000
+    with EvidenceSet(2, 16) as ev:
+        ev.advance(0)
+        apply(ev, 1, (REMOVED_EVENT, tuple(range(1, n + 1))))
+        ev.advance(1)
+        apply(ev, 2, (REMOVED_EVENT, tuple(range(1, kept + 1))))
+        full = ev.stats(settle=False)
+        ev.advance(2)  # bucket 0 expires: the last removal of 1..kept is in bucket 1
+        with pytest.raises(ValueError, match="budget"):
+            ev.sweep(-1)
+        steps = 1
+        while ev.sweep(10_000):
+            steps += 1
+        assert steps > 10
+        swept = ev.stats(settle=False)
+        assert (swept.evidence, swept.expired, swept.evidence_bytes) == (kept, n - kept, full.evidence_bytes)
+        assert looked_up(ev, [1, kept, kept + 1, n]) == [(REMOVED, 2), (REMOVED, 2), (AGED, 0), (AGED, 0)]
+        ev.trim()
+        trimmed = ev.stats(settle=False)
+        assert trimmed.evidence == kept and trimmed.evidence_bytes == 4096 * 12 < full.evidence_bytes
+        assert looked_up(ev, [1, kept, kept + 1, n]) == [(REMOVED, 2), (REMOVED, 2), (AGED, 0), (AGED, 0)]
+        ev.advance(5)
+        while ev.sweep(10_000):
+            pass
+        ev.trim()
+        assert ev.stats(settle=False).evidence_bytes == 0 and one(ev, 1) == (AGED, 0)

@@ -19,6 +19,7 @@ import zmq
 
 from litehit.attribution.events import BlockEvent, EventBatch, EventType
 from litehit.attribution.kv_events import KVEventDecoder
+from litehit.attribution.store import AttributionStore
 from litehit.attribution.subscriber import KVEventSubscriber, SubscriberEndpoint, parse_endpoints
 from litehit.errors import KVEventDecodeError
 
@@ -54,6 +55,21 @@ def batch(ts: float, events: list[Any], dp_rank: int | None = 0) -> bytes:
 # -- a fake engine -----------------------------------------------------------------------------
 
 
+def _bind(socket: zmq.Socket[bytes], port: int) -> str:
+    """Binds to 127.0.0.1 on a free port, or on ``port`` (a previous engine's, just closed: it
+    may take a moment to be free); returns the endpoint."""
+    if not port:
+        return f"tcp://127.0.0.1:{socket.bind_to_random_port('tcp://127.0.0.1')}"
+    deadline = time.monotonic() + WAIT_S
+    while True:
+        try:
+            socket.bind(f"tcp://127.0.0.1:{port}")
+            return f"tcp://127.0.0.1:{port}"
+        except zmq.ZMQError:
+            assert time.monotonic() < deadline, f"port {port} never became free"
+            time.sleep(0.01)
+
+
 class FakeEngine:
     """An engine's KV-event publisher: a PUB socket and, when ``replay`` is not None, a ROUTER
     replay socket served by a thread. ``replay`` is the answer layout: ``"topic"`` sends
@@ -61,22 +77,18 @@ class FakeEngine:
     ``"seq"`` sends ``[seq, payload]`` and ends with ``[END_SEQ, b""]`` (older vLLM, SGLang);
     ``"silent"`` binds the socket and never answers."""
 
-    def __init__(self, ctx: zmq.Context[zmq.Socket[bytes]], replay: str | None = "topic", port: int = 0) -> None:
+    def __init__(
+        self,
+        ctx: zmq.Context[zmq.Socket[bytes]],
+        replay: str | None = "topic",
+        port: int = 0,
+        *,
+        replay_port: int = 0,
+        xpub: bool = False,
+    ) -> None:
         self.topic = TOPIC.encode()
-        self.pub = ctx.socket(zmq.PUB)
-        self.pub.setsockopt(zmq.LINGER, 0)
-        if port:  # the port a previous engine had (just closed: it may take a moment to free)
-            deadline = time.monotonic() + WAIT_S
-            while True:
-                try:
-                    self.pub.bind(f"tcp://127.0.0.1:{port}")
-                    break
-                except zmq.ZMQError:
-                    assert time.monotonic() < deadline, f"port {port} never became free"
-                    time.sleep(0.01)
-        else:
-            port = self.pub.bind_to_random_port("tcp://127.0.0.1")
-        self.endpoint = f"tcp://127.0.0.1:{port}"
+        self.ctx, self.xpub = ctx, xpub
+        self.pub, self.endpoint = self._bind_pub(port)
         self.sent: dict[int, bytes] = {}  # the replay buffer: every batch, published or dropped
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -86,10 +98,33 @@ class FakeEngine:
         if replay is not None:
             router = ctx.socket(zmq.ROUTER)
             router.setsockopt(zmq.LINGER, 0)
-            rport = router.bind_to_random_port("tcp://127.0.0.1")
-            self.replay_endpoint = f"tcp://127.0.0.1:{rport}"
+            self.replay_endpoint = _bind(router, replay_port)
             self._thread = threading.Thread(target=self._serve, args=(router, replay), daemon=True)
             self._thread.start()
+
+    def _bind_pub(self, port: int) -> tuple[zmq.Socket[bytes], str]:
+        """The PUB socket (an XPUB with ``xpub``: it sees the subscriber's subscription, so a test
+        can wait until a reconnected subscriber listens before publishing)."""
+        pub = self.ctx.socket(zmq.XPUB if self.xpub else zmq.PUB)
+        pub.setsockopt(zmq.LINGER, 0)
+        if self.xpub:
+            pub.setsockopt(zmq.XPUB_VERBOSE, 1)
+        return pub, _bind(pub, port)
+
+    def reopen(self) -> None:
+        """The same engine process drops its connections (a network blip): a new PUB socket on the
+        same port; the seq numbering, the replay buffer and the replay socket stay."""
+        port = int(self.endpoint.rsplit(":", 1)[1])
+        self.pub.close(linger=0)
+        self.xpub = True
+        self.pub, _ = self._bind_pub(port)
+
+    def wait_subscribed(self) -> None:
+        """(XPUB only) Until a subscriber's subscription arrives: what is published next reaches it."""
+        assert self.xpub
+        assert self.pub.poll(int(WAIT_S * 1000)), "no subscriber (re)connected"
+        while not self.pub.recv().startswith(b"\x01"):
+            assert self.pub.poll(int(WAIT_S * 1000)), "no subscription arrived"
 
     def publish(self, seq: int, payload: bytes) -> None:
         with self._lock:
@@ -300,9 +335,9 @@ def test_extra_trailing_and_missing_optional_fields_decode(rig: Rig) -> None:
     got = rig.got.wait_seq(s + 1)
     assert [b.events for b in got[-2:]] == [
         (
-            BlockEvent(EventType.STORED, (21,)),
+            BlockEvent(EventType.STORED, (21,), group=0, group_kind="full_attention"),
             BlockEvent(EventType.STORED, (22,)),
-            BlockEvent(EventType.REMOVED, (21,)),
+            BlockEvent(EventType.REMOVED, (21,), group=0),
             BlockEvent(EventType.REMOVED, (22,)),
         ),
         (BlockEvent(EventType.CLEARED),),
@@ -335,14 +370,61 @@ def test_map_shaped_events_and_envelope_decode(rig: Rig) -> None:
     got = rig.got.wait_seq(s + 1)
     assert [b.events for b in got[-2:]] == [
         (
-            BlockEvent(EventType.STORED, (31, 2)),
-            BlockEvent(EventType.REMOVED, (33,)),
+            BlockEvent(EventType.STORED, (31, 2), group=0),
+            BlockEvent(EventType.REMOVED, (33,), group=1),
             BlockEvent(EventType.CLEARED),
             BlockEvent(EventType.REMOVED, (34,)),
         ),
         (BlockEvent(EventType.REMOVED, (35,)),),
     ]
     assert rig.sub.stats()["skipped_medium"] == 1
+
+
+def test_the_kv_cache_group_and_its_kind_are_read_in_both_encodings() -> None:
+    """vLLM with hybrid-model KV events: group_idx on BlockStored (after extra_keys) and BlockRemoved
+    (after medium), kv_cache_spec_kind on BlockStored; in tagged arrays and tagged maps alike."""
+    payload = _encode(
+        [
+            7.0,
+            [
+                stored([1], "GPU", None, [None], 1, "sliding_window", 1024),
+                removed([1], "GPU", 1),
+                {
+                    "type": "BlockStored",
+                    "block_hashes": [2],
+                    "medium": "GPU",
+                    "group_idx": 0,
+                    "kv_cache_spec_kind": "Full_Attention",
+                    "kv_cache_spec_sliding_window": None,
+                },
+                {"type": "BlockRemoved", "block_hashes": [2], "medium": "GPU", "group_idx": 0},
+                stored([3]),  # no group named: group 0 of an engine that names none
+            ],
+        ]
+    )
+    assert KVEventDecoder().decode(payload, epoch="e", seq=0).batch.events == (
+        BlockEvent(EventType.STORED, (1,), group=1, group_kind="sliding_window"),
+        BlockEvent(EventType.REMOVED, (1,), group=1),
+        BlockEvent(EventType.STORED, (2,), group=0, group_kind="full_attention"),
+        BlockEvent(EventType.REMOVED, (2,), group=0),
+        BlockEvent(EventType.STORED, (3,)),
+    )
+
+
+def test_a_deeply_nested_payload_is_a_decode_error_not_an_error(rig: Rig) -> None:
+    """10,000 nested msgpack arrays, as the whole payload and as one event: malformed messages
+    (decode_errors), never the thread's unexpected errors."""
+    s = rig.warm_up()
+    deep = b"\x91" * 10_000 + b"\xc0"
+    rig.engine.publish(s, deep)
+    rig.engine.publish(s + 1, b"\x92\xcb" + _encode(1.0)[1:] + b"\x91" + deep)  # [1.0, [[[...]]]]
+    rig.engine.publish(s + 2, batch(3.0, [removed([3])]))
+    got = rig.got.wait_seq(s + 2)
+    assert [b.seq for b in got[-2:]] == [s - 1, s + 2]
+    stats = rig.sub.stats()
+    assert (stats["decode_errors"], stats["errors"]) == (2, 0)
+    with pytest.raises(KVEventDecodeError, match="nested too deeply"):
+        KVEventDecoder().decode(b"\x92\xcb" + _encode(1.0)[1:] + b"\x91" + deep, epoch="e", seq=0)
 
 
 def test_an_unknown_event_type_is_skipped_and_counted(rig: Rig) -> None:
@@ -447,9 +529,104 @@ def test_a_restarted_engine_that_published_past_the_last_seq_is_a_new_epoch(
         assert {b.epoch for b in got[n:]} == {got[0].epoch.rsplit("-", 1)[0] + "-1"}
         assert [b.seq for b in got[n:]] == list(range(got[n].seq, rig.next_seq))
         stats = rig.sub.stats()
-        assert (stats["restarts"], stats["gaps"], stats["replay_requests"]) == (1, 0, 0)
+        # the first batch after the reconnect asked the (dead) replay socket to prove continuity
+        assert (stats["restarts"], stats["gaps"], stats["replay_requests"]) == (1, 0, 1)
+        assert (stats["continuity_unproven"], stats["continuity_proven"]) == (1, 0)
     finally:
         rig.close()
+
+
+class StoreSink(Collector):
+    """deliver() into an attribution store, as the owner does."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.store = AttributionStore(window_s=1000.0, bucket_s=10.0, max_lag_s=1e12, filter_bits=1 << 16)
+
+    def __call__(self, worker: str, b: EventBatch) -> None:
+        self.store.apply(worker, b)  # no reorder grace in this store: a jump is a gap at once
+        super().__call__(worker, b)
+
+
+@pytest.mark.parametrize("replay", [None, "topic"], ids=["no-replay-endpoint", "replay-of-the-new-process"])
+def test_a_restart_that_lost_its_first_batches_is_a_new_epoch(
+    ctx: zmq.Context[zmq.Socket[bytes]], replay: str | None
+) -> None:
+    """The engine publishes one batch (seq 0, storing block 1) and restarts; the new process's
+    seq 0 is lost while the subscriber reconnects (slow joiner) and its seq 1 arrives: exactly the
+    next seq, but continuity is not proven (no replay endpoint; or the replay of seq 0 is the new
+    process's, not what was received), so a new epoch begins and block 1, stored only by the old
+    process, is unknown, never resident with a complete resident set."""
+    engine = FakeEngine(ctx, replay, xpub=True)
+    sink = StoreSink()
+    sub = KVEventSubscriber(
+        "w", engine.endpoint, sink, replay_endpoint=engine.replay_endpoint, topic=TOPIC, context=ctx
+    )
+    sub.start()
+    try:
+        engine.wait_subscribed()
+        engine.publish(0, batch(1.0, [stored([1])]))
+        sink.wait_seq(0)
+        before = sink.store.lookup("w", 1)
+        assert before.outcome == "resident"
+        port, replay_port = (int(e.rsplit(":", 1)[1]) if e else 0 for e in (engine.endpoint, engine.replay_endpoint))
+        engine.close()  # the engine process dies
+        wait_until(lambda: sub.stats()["disconnects"] >= 1)
+        engine = FakeEngine(ctx, replay, port, replay_port=replay_port, xpub=True)
+        engine.wait_subscribed()
+        engine.drop(0, batch(2.0, [stored([100])]))  # the new process's seq 0: lost
+        engine.publish(1, batch(3.0, []))
+        got = sink.wait_seq(1)
+        answer = sink.store.lookup("w", 1)
+        assert answer.outcome == "unknown", answer
+        assert [b.seq for b in got] == [0, 1] and got[1].epoch != got[0].epoch and got[1].epoch.endswith("-1")
+        (stats,) = sink.store.stats().values()
+        assert stats["resident_set_complete"] is False and stats["counts"]["restarts"] == 1
+        counted = sub.stats()
+        assert (counted["restarts"], counted["continuity_unproven"], counted["continuity_proven"]) == (1, 1, 0)
+        assert counted["replay_requests"] == (0 if replay is None else 1)
+    finally:
+        sub.stop()
+        engine.close()
+
+
+def test_a_reconnect_to_the_same_engine_keeps_the_epoch_when_its_replay_proves_it(
+    ctx: zmq.Context[zmq.Socket[bytes]],
+) -> None:
+    """The same engine process drops the connection (a network blip) and goes on: the replay of the
+    last seq received is byte for byte what was received, so the epoch goes on; the batch lost
+    during the blip comes from the same replay answer, in order."""
+    engine = FakeEngine(ctx, "topic", xpub=True)
+    sink = StoreSink()
+    sub = KVEventSubscriber(
+        "w",
+        engine.endpoint,
+        sink,
+        replay_endpoint=engine.replay_endpoint,
+        topic=TOPIC,
+        context=ctx,
+        replay_timeout_s=WAIT_S,
+    )
+    sub.start()
+    try:
+        engine.wait_subscribed()
+        engine.publish(0, batch(1.0, [stored([1, 2])]))
+        sink.wait_seq(0)
+        engine.reopen()
+        wait_until(lambda: sub.stats()["disconnects"] >= 1)
+        engine.wait_subscribed()
+        engine.drop(1, batch(2.0, [removed([1])]))  # sent while the subscriber was away
+        engine.publish(2, batch(3.0, [stored([3])]))
+        got = sink.wait_seq(2)
+        assert [b.seq for b in got] == [0, 1, 2]
+        assert len({b.epoch for b in got}) == 1
+        assert engine.replay_requests == [0]
+        assert [sink.store.lookup("w", k).outcome for k in (1, 2, 3)] == ["evicted", "resident", "resident"]
+        counted = sub.stats()
+        assert (counted["restarts"], counted["continuity_proven"], counted["gaps_filled"]) == (0, 1, 1)
+    finally:
+        sub.stop()
+        engine.close()
 
 
 # -- (h) a malformed message is counted and skipped --------------------------------------------
@@ -506,6 +683,9 @@ def test_a_failing_deliver_is_counted_and_the_subscriber_goes_on(ctx: zmq.Contex
         _encode([1.0, [["BlockRemoved", ["x"]]]]),
         _encode([1.0, [7]]),
         _encode({"events": []}),
+        _encode([1.0, [["BlockRemoved", [1], "GPU", -1]]]),  # a negative group
+        _encode([1.0, [["BlockRemoved", [1], "GPU", "full"]]]),  # a group that is not a number
+        b"\x91" * 10_000 + b"\xc0",
     ],
 )
 def test_malformed_payloads_raise_the_decode_error(payload: bytes) -> None:

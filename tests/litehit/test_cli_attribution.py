@@ -57,16 +57,47 @@ def test_replay_answers_a_log(tmp_path: Path, capsys: pytest.CaptureFixture[str]
         "resident",
         "evicted",
         "no_recent_match",
+        "not_a_miss",
         "unknown",
         "batches",
         "gaps",
         "restarts",
     ]
-    assert table[1].split() == ["a", "4", "1", "1", "1", "1", "3", "0", "0"]
-    assert table[3].split() == ["total", "5", "1", "1", "1", "2"]
+    assert table[1].split() == ["a", "4", "1", "1", "1", "0", "1", "3", "0", "0"]
+    assert table[3].split() == ["total", "5", "1", "1", "1", "0", "2"]
     assert main(["attribution", "replay", str(log), "--format", "json", "--filter-bits", "0"]) == 0
     summary = json.loads(capsys.readouterr().out)
-    assert summary["outcomes"] == {"resident": 1, "evicted": 1, "no_recent_match": 2, "unknown": 1}
+    assert summary["outcomes"] == {"resident": 1, "evicted": 1, "no_recent_match": 2, "not_a_miss": 0, "unknown": 1}
+
+
+def test_replay_takes_every_field_of_a_lookup(tmp_path: Path) -> None:
+    """A log's lookup is the HTTP lookup body: a hex hash (vLLM's bytes hashes), the group, the
+    lookup limit; the answers carry the cause and the group."""
+    lines = [
+        {
+            "worker": "a",
+            "epoch": "e",
+            "seq": 0,
+            "ts": 100.0,
+            "events": [
+                {"type": "stored", "block_hashes": ["00ff", 7], "group": 0, "group_kind": "full_attention"},
+                {"type": "stored", "block_hashes": [255], "group": 1, "group_kind": "sliding_window"},
+                {"type": "removed", "block_hashes": [255], "group": 1},
+            ],
+        },
+        {"lookup": {"worker": "a", "block_hash": 255}, "ts": 101.0},
+        {"lookup": {"worker": "a", "block_hash": "0xff", "group": 1}, "ts": 101.0},
+        {"lookup": {"worker": "a", "block_hash": 7, "block_index": 3, "lookup_limit": 3}, "ts": 101.0},
+    ]
+    out = tmp_path / "answers.jsonl"
+    assert main(["attribution", "replay", str(write_log(tmp_path / "log.jsonl", lines)), "-o", str(out)]) == 0
+    answers = [json.loads(x) for x in out.read_text().splitlines()]
+    assert [(a["block_hash"], a["outcome"], a["cause"], a["group"], a["group_kind"]) for a in answers] == [
+        (255, "resident", "resident", 0, "full_attention"),
+        (255, "evicted", "evicted", 1, "sliding_window"),
+        (7, "not_a_miss", "beyond_lookup_limit", None, None),
+    ]
+    assert answers[2]["block_index"] == 3 and answers[2]["lookup_limit"] == 3
 
 
 def random_log(seed: int) -> list[dict[str, Any]]:
@@ -98,18 +129,24 @@ def random_log(seed: int) -> list[dict[str, Any]]:
         lag = 8.0 if rng.random() < 0.05 else 0.0  # a few batches stamped 8 s late: lag above 5 s
         lines.append({"worker": w, "epoch": f"e{s['epoch']}", "seq": s["seq"], "ts": ts - lag, "events": events})
         s["seq"] += 1
+    for i in range(len(lines) - 1):  # a few batches overtaken by the next one (HTTP reordering)
+        a, b = lines[i], lines[i + 1]
+        if "lookup" not in a and "lookup" not in b and a["worker"] == b["worker"] and rng.random() < 0.3:
+            lines[i], lines[i + 1] = b, a
     return lines
 
 
-def oracle_answers(lines: list[dict[str, Any]], filter_bits: int) -> list[tuple[str, float | None]]:
+def oracle_answers(lines: list[dict[str, Any]], filter_bits: int, grace: float) -> list[tuple[str, float | None]]:
     """The oracle with the CLI's clock: the largest ts so far, from the first line's ts."""
     now = [lines[0]["ts"]]
-    oracle = OracleStore(120.0, 10.0, 5.0, filter_bits, clock=lambda: now[0], wall=lambda: now[0])
+    oracle = OracleStore(
+        120.0, 10.0, 5.0, filter_bits, clock=lambda: now[0], wall=lambda: now[0], reorder_grace_s=grace
+    )
     out = []
     for line in lines:
         now[0] = max(now[0], line["ts"])
         if "lookup" in line:
-            out.append(oracle.lookup(line["lookup"]["worker"], line["lookup"]["block_hash"]))
+            out.append(oracle.lookup(line["lookup"]["worker"], line["lookup"]["block_hash"]).pair())
         else:
             events = tuple(BlockEvent(EventType(e["type"]), tuple(e["block_hashes"])) for e in line["events"])
             oracle.apply(line["worker"], EventBatch(line["epoch"], line["seq"], line["ts"], events))
@@ -121,12 +158,12 @@ def test_replay_matches_the_oracle_on_generated_logs(tmp_path: Path) -> None:
     for seed in range(8):
         lines = random_log(seed)
         log = write_log(tmp_path / f"log-{seed}.jsonl", lines)
-        for bits in (0, 1 << 16):
-            out = tmp_path / f"answers-{seed}-{bits}.jsonl"
+        for bits, grace in ((0, 0.0), (1 << 16, 0.0), (0, 5.0)):
+            out = tmp_path / f"answers-{seed}-{bits}-{grace}.jsonl"
             argv = ["attribution", "replay", str(log), "-o", str(out), "--filter-bits", str(bits), "--max-lag-s", "5"]
-            assert main([*argv, "--window-s", "120", "--bucket-s", "10"]) == 0
+            assert main([*argv, "--window-s", "120", "--bucket-s", "10", "--reorder-grace-s", str(grace)]) == 0
             got = [(a["outcome"], a["evicted_at"]) for a in map(json.loads, out.read_text().splitlines())]
-            want = oracle_answers(lines, bits)
+            want = oracle_answers(lines, bits, grace)
             assert len(got) == len(want) > 50
             if bits == 0:
                 assert got == want, seed
