@@ -11,8 +11,8 @@ from prometheus_client import Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector, CollectorRegistry
 
+from litehit.attribution.answers import OUTCOME_OF, Cause
 from litehit.attribution.owner import AttributionOwner
-from litehit.attribution.store import OUTCOME_OF, Cause
 
 __all__ = ["AttributionCollector", "Latency"]
 

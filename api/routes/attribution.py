@@ -17,7 +17,7 @@ from fastapi import APIRouter, Request, Response
 from api.attribution_schemas import AttributionResult, EventBatchBody, LookupBatch, LookupBody, WorkerName
 from api.errors import ApiError
 from api.forwarding import forward, owner_urls, send
-from litehit.attribution.store import Attribution, Cause
+from litehit.attribution.answers import Attribution, Cause
 from litehit.online.store import shard_of
 from litehit.settings import Settings
 

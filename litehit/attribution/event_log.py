@@ -21,9 +21,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from litehit.attribution.answers import Lookup
 from litehit.attribution.events import BlockEvent, EventBatch
 from litehit.attribution.schemas import WORKER_PATTERN, EventBatchBody, LookupBody
-from litehit.attribution.store import Lookup
 from litehit.errors import TraceError
 
 __all__ = ["LogBatch", "LogLookup", "batch_line", "read_event_log"]

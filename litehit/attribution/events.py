@@ -5,7 +5,7 @@ A worker's stream is a sequence of batches. Within one epoch (one life of the wo
 ``seq`` grows by exactly 1 per batch; a jump is a gap in the evidence; a new epoch is a restart.
 Block hashes are reduced to 64-bit digests by :func:`block_digest`, the same way for events and
 for lookups, so the store never compares two spellings of one hash as different keys; the key of
-a block in a KV-cache group other than 0 is its digest mixed with the group (:func:`group_keys`),
+a block in a KV-cache group other than 0 is its digest mixed with the group (litehit.attribution.store.group_keys),
 so one hash in two groups is two keys.
 
 KV-cache groups. A hybrid model keeps several independently evicted caches per worker (vLLM calls
@@ -21,8 +21,6 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 __all__ = [
     "FULL_ATTENTION_KINDS",
     "MAX_GROUP",
@@ -30,7 +28,6 @@ __all__ = [
     "EventBatch",
     "EventType",
     "block_digest",
-    "group_keys",
     "hash_value",
 ]
 
@@ -103,23 +100,3 @@ def hash_value(value: Any) -> int:
     if value.bit_length() > MAX_HASH_BITS:
         raise ValueError(f"a block hash has at most {MAX_HASH_BITS} bits")
     return value
-
-
-_GROUP_SALT = 0x9E3779B97F4A7C15
-
-
-def group_keys(digests: np.ndarray[Any, Any], group: int | None) -> np.ndarray[Any, Any]:
-    """The store's keys of ``digests`` (int64) in KV-cache ``group``: the digests themselves in
-    group 0 (or None), else a 64-bit mix of digest and group (a bijection of the digest for each
-    group, so two hashes of one group never share a key, and a key of one group equals one of
-    another with probability about 2**-64)."""
-    if not group:
-        return digests
-    x = digests.view(np.uint64) ^ np.uint64((group * _GROUP_SALT) & (_U64_END - 1))
-    x = x ^ (x >> np.uint64(30))
-    x = x * np.uint64(0xBF58476D1CE4E5B9)
-    x = x ^ (x >> np.uint64(27))
-    x = x * np.uint64(0x94D049BB133111EB)
-    x = x ^ (x >> np.uint64(31))
-    out: np.ndarray[Any, Any] = x.view(np.int64)
-    return out

@@ -10,8 +10,8 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, model_validator
 from pydantic.config import JsonDict
 
+from litehit.attribution.answers import Cause, Lookup, Outcome
 from litehit.attribution.events import MAX_GROUP, MAX_HASH_BITS, BlockEvent, EventBatch, EventType, hash_value
-from litehit.attribution.store import Cause, Lookup, Outcome
 
 __all__ = [
     "WORKER_PATTERN",

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import secrets
 import shutil
 import signal
 import subprocess
@@ -22,7 +23,7 @@ import pytest
 import redis
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
-from service_fixtures import ROOT, unavailable, wait_for
+from service_fixtures import ROOT, RedisServer, drop_database, free_port, unavailable, wait_for
 
 pytestmark = pytest.mark.service
 
@@ -94,10 +95,35 @@ def test_compose_file_shape() -> None:
 
 
 class Stack:
-    def __init__(self, tmp: Path) -> None:
+    """The compose services as local processes, each on a private resource: free ports instead of
+    the file's 8000-8002 (a developer's stack may hold those), a private database, Redis and
+    queue, so that the test never talks to another stack nor another stack to it."""
+
+    PORTS = ("8000", "8001", "8002", "9808")
+
+    def __init__(self, tmp: Path, database: str, redis_url: str) -> None:
         self.tmp = tmp
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
         self.logs: dict[str, Path] = {}
+        self.ports = {port: str(free_port()) for port in self.PORTS}
+        self.database, self.redis_url = database, redis_url
+        self.queue = f"compose-test-{os.getpid()}"
+
+    def private(self, text: str) -> str:
+        """A command word or value of the compose file, pointed at this stack's own resources."""
+        for port, mine in self.ports.items():
+            text = text.replace(f":{port}", f":{mine}")
+        text = re.sub(r"(postgresql://[^/]+/)litehit\b", rf"\g<1>{self.database}", text)
+        return re.sub(r"redis://127\.0\.0\.1:6379", self.redis_url, text)
+
+    def command(self, service: dict[str, Any]) -> list[str]:
+        words = [str(w) for w in service["command"]]
+        for i, word in enumerate(words):
+            if i and words[i - 1] == "--port":
+                words[i] = self.ports.get(word, word)
+            elif i and words[i - 1] == "-Q":
+                words[i] = self.queue
+        return words
 
     def env_for(self, service: dict[str, Any], names: list[str]) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("LITEHIT_")}
@@ -106,7 +132,8 @@ class Stack:
             value = expand(str(raw), {})
             for name in names:  # service hostnames -> this machine
                 value = value.replace(f"@{name}:", "@127.0.0.1:").replace(f"//{name}:", "//127.0.0.1:")
-            env[key] = value
+            env[key] = self.private(value)
+        env["LITEHIT_QUEUE"] = self.queue
         for mount in service.get("volumes") or []:  # named volumes -> local directories
             volume, path = mount.split(":")[:2]
             local = self.tmp / "volumes" / volume
@@ -125,7 +152,7 @@ class Stack:
         log = self.tmp / f"{name}.log"
         with log.open("wb") as sink:
             proc = subprocess.Popen(
-                service["command"], cwd=ROOT, env=self.env_for(service, names), stdout=sink, stderr=subprocess.STDOUT
+                self.command(service), cwd=ROOT, env=self.env_for(service, names), stdout=sink, stderr=subprocess.STDOUT
             )
         self.procs[name], self.logs[name] = proc, log
         return proc
@@ -142,7 +169,7 @@ class Stack:
 
 
 def prepare_postgres(url: str) -> None:
-    """The compose database and role, on the local PostgreSQL (trust auth)."""
+    """The compose role and this stack's private database, on the local PostgreSQL (trust auth)."""
     m = re.match(r"postgresql://(\w+):([^@]*)@127\.0\.0\.1:(\d+)/(\w+)", url)
     assert m, url
     user, password, port, db = m.groups()
@@ -158,10 +185,11 @@ def prepare_postgres(url: str) -> None:
 
 
 @pytest.fixture
-def stack(tmp_path: Path) -> Iterator[tuple[Stack, dict[str, Any]]]:
+def stack(tmp_path: Path, redis_server: RedisServer) -> Iterator[tuple[Stack, dict[str, Any]]]:
     services = load_compose()["services"]
     names = list(services)
-    s = Stack(tmp_path)
+    database = f"litehit_compose_{os.getpid()}_{secrets.token_hex(3)}"
+    s = Stack(tmp_path, database, redis_server.url)
     env = s.env_for(services["migrate"], names)
     broker = env["LITEHIT_BROKER_URL"]
     try:
@@ -173,6 +201,7 @@ def stack(tmp_path: Path) -> Iterator[tuple[Stack, dict[str, Any]]]:
         yield s, services
     finally:
         s.stop()
+        drop_database(database)
 
 
 def test_compose_services_run_locally_and_serve_a_job(stack: tuple[Stack, dict[str, Any]], data_dir: Path) -> None:
@@ -180,7 +209,7 @@ def test_compose_services_run_locally_and_serve_a_job(stack: tuple[Stack, dict[s
     names = list(services)
     migrate = s.start("migrate", services["migrate"], names)
     assert migrate.wait(timeout=120) == 0, s.logs["migrate"].read_text()
-    host_port = expand(services["api"]["ports"][0], {}).split(":")[0]
+    host_port = s.ports[expand(services["api"]["ports"][0], {}).split(":")[-1]]
     online = s.start("online", services["online"], names)
     wait_for(lambda: _healthy(services["online"], s, names, online), 60, "the online owner", interval=0.3)
     api = s.start("api", services["api"], names)
@@ -193,7 +222,10 @@ def test_compose_services_run_locally_and_serve_a_job(stack: tuple[Stack, dict[s
         assert worker.poll() is None, s.logs["worker"].read_text()
         return (
             subprocess.run(
-                check[1:], env=s.env_for(services["api"], names), capture_output=True, check=False
+                [s.private(w) for w in check[1:]],
+                env=s.env_for(services["api"], names),
+                capture_output=True,
+                check=False,
             ).returncode
             == 0
         )
@@ -262,7 +294,7 @@ def test_compose_services_run_locally_and_serve_a_job(stack: tuple[Stack, dict[s
 
 def _healthy(service: dict[str, Any], s: Stack, names: list[str], proc: subprocess.Popen[bytes]) -> bool:
     assert proc.poll() is None, s.logs[next(n for n, p in s.procs.items() if p is proc)].read_text()
-    check = service["healthcheck"]["test"]
+    check = [s.private(w) for w in service["healthcheck"]["test"]]
     return subprocess.run(check[1:], env=s.env_for(service, names), capture_output=True, check=False).returncode == 0
 
 
