@@ -11,6 +11,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSche
 from pydantic.config import JsonDict
 
 from litehit.attribution.answers import Cause, Lookup, Outcome
+from litehit.limits import BATCH_MAX
 from litehit.attribution.events import MAX_GROUP, MAX_HASH_BITS, BlockEvent, EventBatch, EventType, hash_value
 
 __all__ = [
@@ -180,7 +181,9 @@ class LookupBatch(BaseModel):
         },
     )
 
-    lookups: list[LookupBody] = Field(min_length=1, description="answered in order")
+    lookups: list[LookupBody] = Field(
+        min_length=1, max_length=BATCH_MAX, description=f"answered in order (at most {BATCH_MAX:,})"
+    )
 
 
 class AttributionResult(BaseModel):

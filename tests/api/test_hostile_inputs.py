@@ -199,3 +199,13 @@ def test_online_names_and_numbers_beyond_their_columns_are_422(settings: Setting
             "/v1/online/instances/i0/trace-queries/batch", json={"requests": [{"block_keys": [1]}] * 10_001}
         )
         assert r.status_code == 422 and "at most 10000" in r.text, r.text[:300]
+
+
+def test_an_attribution_lookup_batch_of_100000_is_422(settings: Settings) -> None:
+    from api.attribution import create_attribution_app
+
+    with TestClient(create_attribution_app(settings), raise_server_exceptions=False) as client:
+        body = {"lookups": [{"worker": "w", "block_hash": 1}] * N}
+        r = client.post("/v1/attribution/lookups/batch", json=body)
+    assert r.status_code == 422 and r.json()["error"]["details"][0]["loc"] == ["body", "lookups"], r.text[:300]
+    assert "at most 10000" in r.text
