@@ -11,8 +11,8 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSche
 from pydantic.config import JsonDict
 
 from litehit.attribution.answers import Cause, Lookup, Outcome
-from litehit.limits import BATCH_MAX
 from litehit.attribution.events import MAX_GROUP, MAX_HASH_BITS, BlockEvent, EventBatch, EventType, hash_value
+from litehit.limits import BATCH_MAX
 
 __all__ = [
     "WORKER_PATTERN",
