@@ -32,9 +32,10 @@ typedef struct lh_lane lh_lane;
 #define LH_CUT_COLD 1    /* the first missing block was never seen (or was forgotten) */
 #define LH_CUT_EXPIRED 2 /* the first missing block was seen before but its TTL had run out */
 
-/* Lane options (bit flags). */
-#define LH_LANE_KEEP_EXPIRED 1u /* remember expired keys (no reclaim) so cuts are told apart
-                                   exactly; costs memory for every key ever seen */
+/* Lane options (bit flags).
+ * LH_LANE_KEEP_EXPIRED: remember expired keys (no reclaim) so cuts are told apart exactly; costs
+ * memory for every key ever seen. */
+#define LH_LANE_KEEP_EXPIRED 1u
 
 typedef struct lh_lane_stats {
   uint64_t unique_blocks;  /* alive tracked blocks (expired ones excluded) */
@@ -69,9 +70,8 @@ void lh_lane_reset(lh_lane *lane);
  * Returns LH_OK with *n_done = n_req, or an error with *n_done = the index of the failing
  * request: requests before it are committed and their outputs written, the failing request
  * changed nothing. */
-int lh_lane_process_batch(lh_lane *lane, const int64_t *keys, const int64_t *offsets,
-                          const int64_t *timestamps, size_t n_req, int64_t *segs,
-                          int64_t *seg_offsets, uint8_t *cuts, size_t *n_done, char *err,
+int lh_lane_process_batch(lh_lane *lane, const int64_t *keys, const int64_t *offsets, const int64_t *timestamps,
+                          size_t n_req, int64_t *segs, int64_t *seg_offsets, uint8_t *cuts, size_t *n_done, char *err,
                           size_t errlen);
 
 /* Advances the TTL clock to now_ns without a request (expires blocks). No-op without TTL. */

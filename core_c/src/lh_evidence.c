@@ -191,8 +191,8 @@ static int filter_has(const lh_evidence *ev, int64_t digest) {
   return bits_have(ev->filter, probes) || (ev->previous != NULL && bits_have(ev->previous, probes));
 }
 
-int lh_evidence_create(lh_evidence **out, uint32_t ring_buckets, uint32_t filter_log2_bits,
-                       uint64_t filter_generation, char *err, size_t errlen) {
+int lh_evidence_create(lh_evidence **out, uint32_t ring_buckets, uint32_t filter_log2_bits, uint64_t filter_generation,
+                       char *err, size_t errlen) {
   if (out == NULL) return lh_fail(err, errlen, LH_EINVAL, "out must not be NULL");
   if (ring_buckets == 0 || ring_buckets > (1u << 24)) {
     return lh_fail(err, errlen, LH_EINVAL, "ring_buckets must be in [1, 16777216], got %u", ring_buckets);
@@ -207,7 +207,8 @@ int lh_evidence_create(lh_evidence **out, uint32_t ring_buckets, uint32_t filter
     ev->filter = calloc((size_t)1 << (filter_log2_bits - 6), sizeof *ev->filter);
     if (filter_generation != 0) ev->previous = calloc((size_t)1 << (filter_log2_bits - 6), sizeof *ev->previous);
   }
-  if (ev->ring == NULL || (filter_log2_bits != 0 && (ev->filter == NULL || (filter_generation != 0 && ev->previous == NULL)))) {
+  if (ev->ring == NULL ||
+      (filter_log2_bits != 0 && (ev->filter == NULL || (filter_generation != 0 && ev->previous == NULL)))) {
     free(ev->ring);
     free(ev->filter);
     free(ev->previous);
@@ -279,8 +280,8 @@ void lh_evidence_advance(lh_evidence *ev, uint64_t bucket) {
   sweep(ev, SWEEP_SLOTS);
 }
 
-int lh_evidence_apply(lh_evidence *ev, uint32_t batch, const uint8_t *kinds, const int64_t *offsets,
-                      size_t n_events, const int64_t *digests, char *err, size_t errlen) {
+int lh_evidence_apply(lh_evidence *ev, uint32_t batch, const uint8_t *kinds, const int64_t *offsets, size_t n_events,
+                      const int64_t *digests, char *err, size_t errlen) {
   if (batch <= ev->last_batch || batch > LH_EVIDENCE_MAX_BATCH) {
     return lh_fail(err, errlen, LH_EINVAL, "batch %u must be in (%u, %u]", batch, ev->last_batch,
                    LH_EVIDENCE_MAX_BATCH);
@@ -347,8 +348,7 @@ int lh_evidence_apply(lh_evidence *ev, uint32_t batch, const uint8_t *kinds, con
   return LH_OK;
 }
 
-void lh_evidence_lookup(const lh_evidence *ev, const int64_t *digests, size_t n, uint8_t *kinds,
-                        uint32_t *batches) {
+void lh_evidence_lookup(const lh_evidence *ev, const int64_t *digests, size_t n, uint8_t *kinds, uint32_t *batches) {
   for (size_t i = 0; i < n; i++) {
     uint32_t b = table_get(&ev->resident, digests[i]);
     if (b != 0) {

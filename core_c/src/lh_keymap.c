@@ -12,9 +12,7 @@ static void insert_entry(lh_keymap_entry *entries, size_t mask, int64_t key, uin
 }
 
 /* The most keys a map of cap entries holds at a load of pct percent (no overflow). */
-static size_t load_limit(size_t cap, unsigned pct) {
-  return cap / 100 * pct + cap % 100 * pct / 100;
-}
+static size_t load_limit(size_t cap, unsigned pct) { return cap / 100 * pct + cap % 100 * pct / 100; }
 
 int lh_keymap_reserve(lh_keymap *m, size_t extra) {
   unsigned pct = m->max_load_percent == 0 ? 50 : m->max_load_percent > 90 ? 90 : m->max_load_percent;
@@ -63,9 +61,7 @@ void lh_keymap_del(lh_keymap *m, int64_t key) {
   m->count--;
 }
 
-size_t lh_keymap_memory(const lh_keymap *m) {
-  return m->entries == NULL ? 0 : (m->mask + 1) * sizeof(lh_keymap_entry);
-}
+size_t lh_keymap_memory(const lh_keymap *m) { return m->entries == NULL ? 0 : (m->mask + 1) * sizeof(lh_keymap_entry); }
 
 void lh_keymap_free(lh_keymap *m) {
   free(m->entries);

@@ -446,8 +446,7 @@ void lh_lane_reset(lh_lane *lane) {
 /* Makes room for a request of n blocks so that nothing after this can fail. */
 static int reserve(lh_lane *L, size_t n, char *err, size_t errlen) {
   if (n > MAX_REQUEST_BLOCKS) {
-    return lh_fail(err, errlen, LH_ERANGE, "request has %zu blocks; at most %u are supported", n,
-                   MAX_REQUEST_BLOCKS);
+    return lh_fail(err, errlen, LH_ERANGE, "request has %zu blocks; at most %u are supported", n, MAX_REQUEST_BLOCKS);
   }
   if (n > L->s_cap) {
     size_t cap = n > 2 * L->s_cap ? n : 2 * L->s_cap;
@@ -471,8 +470,7 @@ static int reserve(lh_lane *L, size_t n, char *err, size_t errlen) {
   if (n == 0) return LH_OK;
   uint64_t need_keys = L->map_count + n;
   if (need_keys * 5 > L->nbuckets * SLOTS * 4) {
-    int st = rehash(L, buckets_for(need_keys > 2 * L->map_count ? need_keys : 2 * L->map_count),
-                    err, errlen);
+    int st = rehash(L, buckets_for(need_keys > 2 * L->map_count ? need_keys : 2 * L->map_count), err, errlen);
     if (st != LH_OK) return st;
   }
   if (L->top + n > POS_LIMIT) {
@@ -493,8 +491,8 @@ static int reserve(lh_lane *L, size_t n, char *err, size_t errlen) {
 }
 
 /* One request: see lh_lane.h. segs has room for 2 * n values. */
-static int process_one(lh_lane *L, const int64_t *keys, size_t n, int64_t now, int64_t *segs,
-                       size_t *nseg_out, uint8_t *cut_out, char *err, size_t errlen) {
+static int process_one(lh_lane *L, const int64_t *keys, size_t n, int64_t now, int64_t *segs, size_t *nseg_out,
+                       uint8_t *cut_out, char *err, size_t errlen) {
   int st = reserve(L, n, err, errlen);
   if (st != LH_OK) return st;
   if (L->ttl_ns > 0) {
@@ -636,9 +634,8 @@ static int process_one(lh_lane *L, const int64_t *keys, size_t n, int64_t now, i
   return LH_OK;
 }
 
-int lh_lane_process_batch(lh_lane *lane, const int64_t *keys, const int64_t *offsets,
-                          const int64_t *timestamps, size_t n_req, int64_t *segs,
-                          int64_t *seg_offsets, uint8_t *cuts, size_t *n_done, char *err,
+int lh_lane_process_batch(lh_lane *lane, const int64_t *keys, const int64_t *offsets, const int64_t *timestamps,
+                          size_t n_req, int64_t *segs, int64_t *seg_offsets, uint8_t *cuts, size_t *n_done, char *err,
                           size_t errlen) {
   *n_done = 0;
   seg_offsets[0] = 0;
@@ -654,8 +651,8 @@ int lh_lane_process_batch(lh_lane *lane, const int64_t *keys, const int64_t *off
     }
     size_t nseg = 0;
     uint8_t cut = LH_CUT_NONE;
-    int st = process_one(lane, keys + lo, (size_t)(hi - lo), timestamps ? timestamps[r] : 0,
-                         segs + 2 * written, &nseg, &cut, err, errlen);
+    int st = process_one(lane, keys + lo, (size_t)(hi - lo), timestamps ? timestamps[r] : 0, segs + 2 * written, &nseg,
+                         &cut, err, errlen);
     if (st != LH_OK) {
       *n_done = r;
       return st;
@@ -683,9 +680,8 @@ void lh_lane_get_stats(const lh_lane *L, lh_lane_stats *s) {
   s->map_slots = L->nbuckets * SLOTS;
   s->epochs = L->ep_len;
   s->expired_blocks = L->expired_total;
-  s->memory_bytes = sizeof(lh_lane) + (L->nbuckets ? L->nbuckets * sizeof(bucket) + 64 : 0) +
-                    L->pos_cap / 8 + (L->fen ? (L->nsb + 1) * sizeof(int32_t) : 0) +
-                    L->ep_cap * (sizeof(uint64_t) + sizeof(int64_t)) +
+  s->memory_bytes = sizeof(lh_lane) + (L->nbuckets ? L->nbuckets * sizeof(bucket) + 64 : 0) + L->pos_cap / 8 +
+                    (L->fen ? (L->nsb + 1) * sizeof(int32_t) : 0) + L->ep_cap * (sizeof(uint64_t) + sizeof(int64_t)) +
                     L->s_cap * (sizeof(uint64_t) + 2 * sizeof(uint32_t));
   s->compactions = L->n_compactions;
   s->requests = L->n_requests;
@@ -720,8 +716,7 @@ int lh_lane_check(const lh_lane *L, char *err, size_t errlen) {
   for (uint64_t w = 0; w < L->pos_cap / 64; w++) bitcount += popcount64(L->bits[w]);
   if (bitcount != L->markers || with_pos != L->markers) {
     return lh_fail(err, errlen, LH_EINVAL, "marker count mismatch: bits %llu keys %llu markers %llu",
-                   (unsigned long long)bitcount, (unsigned long long)with_pos,
-                   (unsigned long long)L->markers);
+                   (unsigned long long)bitcount, (unsigned long long)with_pos, (unsigned long long)L->markers);
   }
   if (below_wm != L->dead_markers) return lh_fail(err, errlen, LH_EINVAL, "dead marker mismatch");
   uint64_t expect = 0;

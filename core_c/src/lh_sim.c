@@ -57,15 +57,16 @@ static const lh_policy_ops *policy_ops(int policy) {
   }
 }
 
-int lh_sim_create(lh_sim **out, int policy, uint64_t capacity_blocks, const lh_wa_params *wa, int flags,
-                  char *err, size_t errlen) {
+int lh_sim_create(lh_sim **out, int policy, uint64_t capacity_blocks, const lh_wa_params *wa, int flags, char *err,
+                  size_t errlen) {
   *out = NULL;
   const lh_policy_ops *ops = policy_ops(policy);
   if (ops == NULL) return lh_fail(err, errlen, LH_EINVAL, "unknown eviction policy code %d", policy);
   if ((flags & ~(LH_SIM_RECORD_EVICTIONS | LH_SIM_MISS_EVIDENCE)) != 0) {
     return lh_fail(err, errlen, LH_EINVAL, "unknown simulator flags %d", flags);
   }
-  if (policy == LH_POLICY_WA && wa == NULL) return lh_fail(err, errlen, LH_EINVAL, "the wa policy needs its parameters");
+  if (policy == LH_POLICY_WA && wa == NULL)
+    return lh_fail(err, errlen, LH_EINVAL, "the wa policy needs its parameters");
   lh_sim *s = calloc(1, sizeof *s);
   if (s == NULL) return lh_fail(err, errlen, LH_ENOMEM, "out of memory creating a policy simulator");
   int rc = ops->create(&s->policy, wa, err, errlen);
@@ -118,16 +119,19 @@ static int reserve_request(lh_sim *s, const int64_t *keys, size_t n, int32_t cat
   if (s->evidence && (uint64_t)s->n_ghosts + n > MAX_TRACKED) { /* a request evicts at most n keys */
     return lh_fail(err, errlen, LH_ERANGE, "more than %llu distinct evicted keys", (unsigned long long)MAX_TRACKED);
   }
-  if (lh_keymap_reserve(&s->map, add) != 0 || lh_policy_grow((void **)&s->slots, &s->cap_slots, s->n_slots + add, sizeof(lh_slot)) != 0 ||
+  if (lh_keymap_reserve(&s->map, add) != 0 ||
+      lh_policy_grow((void **)&s->slots, &s->cap_slots, s->n_slots + add, sizeof(lh_slot)) != 0 ||
       lh_policy_grow((void **)&s->found, &s->cap_found, n, sizeof(uint32_t)) != 0 ||
       (s->record && (lh_policy_grow((void **)&s->ev_keys, &s->cap_ev_keys, s->n_ev + n, sizeof(int64_t)) != 0 ||
                      lh_policy_grow((void **)&s->ev_reqs, &s->cap_ev_reqs, s->n_ev + n, sizeof(int64_t)) != 0)) ||
-      (s->evidence && (lh_keymap_reserve(&s->ghosts, n) != 0 ||
-                       lh_policy_grow((void **)&s->ghost_ts, &s->cap_ghost_ts, s->n_ghosts + n, sizeof(int64_t)) != 0))) {
+      (s->evidence &&
+       (lh_keymap_reserve(&s->ghosts, n) != 0 ||
+        lh_policy_grow((void **)&s->ghost_ts, &s->cap_ghost_ts, s->n_ghosts + n, sizeof(int64_t)) != 0))) {
     return lh_fail(err, errlen, LH_ENOMEM, "out of memory in the policy simulator");
   }
   int rc = s->ops->reserve(s->policy, s->n_slots + add, keys, n, cat);
-  if (rc == -2) return lh_fail(err, errlen, LH_ERANGE, "the %s policy would track more than 2^32 - 2 keys", s->ops->name);
+  if (rc == -2)
+    return lh_fail(err, errlen, LH_ERANGE, "the %s policy would track more than 2^32 - 2 keys", s->ops->name);
   if (rc != 0) return lh_fail(err, errlen, LH_ENOMEM, "out of memory in the %s policy", s->ops->name);
   return LH_OK;
 }
@@ -299,8 +303,7 @@ void lh_sim_get_stats(const lh_sim *s, lh_sim_stats *stats) {
   stats->evicted_keys = s->n_ghosts;
   stats->memory_bytes = sizeof *s + lh_keymap_memory(&s->map) + s->cap_slots * sizeof(lh_slot) +
                         s->cap_found * sizeof(uint32_t) + (s->cap_ev_keys + s->cap_ev_reqs) * sizeof(int64_t) +
-                        lh_keymap_memory(&s->ghosts) + s->cap_ghost_ts * sizeof(int64_t) +
-                        s->ops->memory(s->policy);
+                        lh_keymap_memory(&s->ghosts) + s->cap_ghost_ts * sizeof(int64_t) + s->ops->memory(s->policy);
   if (s->ops->stats != NULL) s->ops->stats(s->policy, stats);
 }
 
@@ -319,7 +322,8 @@ int lh_sim_check(const lh_sim *s, char *err, size_t errlen) {
     }
   }
   if (s->ghosts.count != s->n_ghosts) {
-    return lh_fail(err, errlen, LH_EINVAL, "evidence map holds %zu keys but %zu are recorded", s->ghosts.count, s->n_ghosts);
+    return lh_fail(err, errlen, LH_EINVAL, "evidence map holds %zu keys but %zu are recorded", s->ghosts.count,
+                   s->n_ghosts);
   }
   for (size_t i = 0; s->ghosts.count > 0 && i <= s->ghosts.mask; i++) {
     const lh_keymap_entry *e = &s->ghosts.entries[i];
@@ -342,8 +346,8 @@ int lh_list_check(const lh_slot_list *l, const lh_slot *slots, int by_seq, const
       return lh_fail(err, errlen, LH_EINVAL, "%s: not ordered by last access at slot %u", what, s);
     }
     prev = s;
-    if (++len > l->len) return lh_fail(err, errlen, LH_EINVAL, "%s: longer than its length %llu", what,
-                                       (unsigned long long)l->len);
+    if (++len > l->len)
+      return lh_fail(err, errlen, LH_EINVAL, "%s: longer than its length %llu", what, (unsigned long long)l->len);
   }
   if (prev != l->tail || len != l->len) return lh_fail(err, errlen, LH_EINVAL, "%s: bad tail or length", what);
   return LH_OK;

@@ -46,7 +46,10 @@ static void test_golden(void) {
   const struct {
     int policy;
     const int64_t *want;
-  } cases[] = {{LH_POLICY_LRU, lru}, {LH_POLICY_FIFO, fifo}, {LH_POLICY_LFU, lfu}, {LH_POLICY_GDFS, gdfs},
+  } cases[] = {{LH_POLICY_LRU, lru},
+               {LH_POLICY_FIFO, fifo},
+               {LH_POLICY_LFU, lfu},
+               {LH_POLICY_GDFS, gdfs},
                {LH_POLICY_WA, lru}}; /* wa before its first fit (refit 5 s) is exactly lru */
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
     lh_sim *s = make(cases[c].policy, 2);
@@ -126,7 +129,8 @@ static void test_random(int contract) {
       CHECK(lh_sim_check(s, err, sizeof err) == LH_OK);
       if (policy == LH_POLICY_LRU) {
         for (size_t r = 0; r < N; r++) {
-          uint64_t want = lh_project_blocks(segs + 2 * seg_offsets[r], (size_t)(seg_offsets[r + 1] - seg_offsets[r]), caps[c]);
+          uint64_t want =
+              lh_project_blocks(segs + 2 * seg_offsets[r], (size_t)(seg_offsets[r + 1] - seg_offsets[r]), caps[c]);
           CHECK(contract ? (uint64_t)hits[r] == want : (uint64_t)hits[r] >= want);
         }
       }
@@ -156,9 +160,10 @@ static void test_evidence_golden(void) {
   lh_sim *s = NULL;
   char err[LH_ERR_LEN];
   size_t done = 0;
-  CHECK(lh_sim_create(&s, LH_POLICY_LRU, 2, NULL, LH_SIM_RECORD_EVICTIONS | LH_SIM_MISS_EVIDENCE, err, sizeof err) == LH_OK);
-  CHECK(lh_sim_process_batch_misses(s, keys, offsets, ts, cats, 5, hits, outcome, miss_key, at, &done, err, sizeof err) ==
+  CHECK(lh_sim_create(&s, LH_POLICY_LRU, 2, NULL, LH_SIM_RECORD_EVICTIONS | LH_SIM_MISS_EVIDENCE, err, sizeof err) ==
         LH_OK);
+  CHECK(lh_sim_process_batch_misses(s, keys, offsets, ts, cats, 5, hits, outcome, miss_key, at, &done, err,
+                                    sizeof err) == LH_OK);
   CHECK(done == 5 && lh_sim_check(s, err, sizeof err) == LH_OK);
   CHECK(memcmp(hits, want_hits, sizeof hits) == 0 && memcmp(outcome, want_outcome, sizeof outcome) == 0);
   CHECK(memcmp(miss_key, want_key, sizeof miss_key) == 0 && memcmp(at, want_at, sizeof at) == 0);
@@ -167,8 +172,8 @@ static void test_evidence_golden(void) {
   CHECK(st.evictions == 5 && st.peak_evictions_per_s == 2 && st.peak_second == 25 && st.evicted_keys == 3);
   /* a full hit: [2] is resident after the last request */
   int64_t again[] = {2}, one[] = {0, 1}, later = 101 * S;
-  CHECK(lh_sim_process_batch_misses(s, again, one, &later, cats, 1, hits, outcome, miss_key, at, &done, err, sizeof err) ==
-        LH_OK);
+  CHECK(lh_sim_process_batch_misses(s, again, one, &later, cats, 1, hits, outcome, miss_key, at, &done, err,
+                                    sizeof err) == LH_OK);
   CHECK(hits[0] == 1 && outcome[0] == LH_SIM_FULL_HIT && miss_key[0] == 0 && at[0] == 0);
   lh_sim_destroy(s);
 }
