@@ -47,7 +47,15 @@ PUBLIC_HEADERS = (
     "lh_facts.h",
     "lh_query.h",
 )
-INTERNAL_HEADERS = ("lh_buf.h", "lh_json.h", "lh_keymap.h", "lh_policy_ops.h", "lh_text.h", "lh_trace_row.h")
+INTERNAL_HEADERS = (
+    "lh_buf.h",
+    "lh_hash.h",
+    "lh_json.h",
+    "lh_keymap.h",
+    "lh_policy_ops.h",
+    "lh_text.h",
+    "lh_trace_row.h",
+)
 UMBRELLA_HEADER = "litehit.h"
 
 _COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.DOTALL)

@@ -17,10 +17,10 @@
  * bucket. Expiry is a sweep over the evidence table spread over the calls (4096 slots per
  * advance or apply): an expired entry the sweep has not reached yet is already answered as aged,
  * so answers never depend on its progress; only memory is freed later.
- * Memory: both tables take 12 bytes a slot (8-byte digest, 4-byte batch) and are at most 90 %
- * full; a table doubles before an event that could overfill it (counting digests it already
- * holds too) and never shrinks, so one grown by fresh digests holds 13.3 to 26.7 bytes per
- * entry, and its size is its peak. The filter is allocated once.
+ * Memory: both tables (the engine's key map, lh_keymap.h) take 12 bytes a slot (8-byte digest,
+ * 4-byte batch) and are at most 90 % full; a table doubles before an event that could overfill
+ * it (counting digests it already holds too) and never shrinks, so one grown by fresh digests
+ * holds 13.3 to 26.7 bytes per entry, and its size is its peak. The filter is allocated once.
  * No function prints, aborts or exits.
  */
 #ifndef LH_EVIDENCE_H

@@ -15,7 +15,7 @@
  * Optional fixed TTL: a block is alive iff now - last_access < ttl_ns; every access refreshes;
  * expired blocks truncate like cold ones and are reclaimed at compaction.
  *
- * State: a bucketed open-addressing map key -> position and a rank structure over positions
+ * State: an open-addressing map key -> position (lh_keymap.h) and a rank structure over positions
  * (bitset + Fenwick tree over 512-position superblocks). Stale positions are compacted away so
  * the position space stays O(live keys). No function prints, aborts or exits.
  */

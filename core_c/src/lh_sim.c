@@ -325,12 +325,12 @@ int lh_sim_check(const lh_sim *s, char *err, size_t errlen) {
     return lh_fail(err, errlen, LH_EINVAL, "evidence map holds %zu keys but %zu are recorded", s->ghosts.count,
                    s->n_ghosts);
   }
-  for (size_t i = 0; s->ghosts.count > 0 && i <= s->ghosts.mask; i++) {
-    const lh_keymap_entry *e = &s->ghosts.entries[i];
-    if (e->val == LH_NIL) continue;
-    if (e->val >= s->n_ghosts || s->ghost_ts[e->val] > s->last_ts) {
+  for (size_t i = 0; i < lh_keymap_capacity(&s->ghosts); i++) {
+    uint32_t g = s->ghosts.vals[i];
+    if (g == LH_NIL) continue;
+    if (g >= s->n_ghosts || s->ghost_ts[g] > s->last_ts) {
       return lh_fail(err, errlen, LH_EINVAL, "evicted key %lld has no eviction time or one in the future",
-                     (long long)e->key);
+                     (long long)s->ghosts.keys[i]);
     }
   }
   if (s->ops->check != NULL) return s->ops->check(s->policy, s->slots, s->n_slots, err, errlen);

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lh_hash.h"
 #include "lh_test.h"
 #include "litehit.h"
 
@@ -83,17 +84,8 @@ static int same_stats(const lh_evidence_stats *a, const lh_evidence_stats *b) {
          a->filter_bytes == b->filter_bytes && a->bucket == b->bucket && a->last_batch == b->last_batch;
 }
 
-/* The splitmix64 finalizer the tables and the filter hash with (lh_evidence.c), and its inverse:
- * unmix(h) is a digest whose table home is h & mask, so keys can be made to collide. */
-static uint64_t mix64(uint64_t x) {
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ULL;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebULL;
-  x ^= x >> 31;
-  return x;
-}
-
+/* The inverse of lh_mix64 (lh_hash.h), which the tables and the filter hash with: unmix(h) is a
+ * digest whose table home is h & mask, so keys can be made to collide. */
 static uint64_t inverse_odd(uint64_t c) {
   uint64_t inv = c; /* Newton: each step doubles the correct low bits (c * c == 1 mod 8) */
   for (int i = 0; i < 6; i++) inv *= 2 - c * inv;
@@ -936,7 +928,7 @@ out:
 }
 
 int main(void) {
-  CHECK(unmix64(mix64(12345)) == 12345 && mix64(unmix64(0xfeedULL)) == 0xfeedULL);
+  CHECK(unmix64(lh_mix64(12345)) == 12345 && lh_mix64(unmix64(0xfeedULL)) == 0xfeedULL);
   test_store_remove_store();
   test_cleared();
   test_expiry_boundaries();
