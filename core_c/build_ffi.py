@@ -48,6 +48,7 @@ PUBLIC_HEADERS = (
     "lh_query.h",
 )
 INTERNAL_HEADERS = (
+    "lh_batch.h",
     "lh_buf.h",
     "lh_hash.h",
     "lh_json.h",

@@ -100,16 +100,17 @@ int lh_sim_create(lh_sim **out, int policy, uint64_t capacity_blocks, const lh_w
 /* Releases a simulator and all its memory. NULL is a no-op. */
 void lh_sim_destroy(lh_sim *sim);
 
-/* Processes n_req requests in order: request r has keys[offsets[r] .. offsets[r+1]), the
- * timestamp timestamps[r] (ns, never below the previous request's, across batches too) and the
- * category categories[r] (0 .. LH_SIM_MAX_CATEGORIES - 1). Writes hits[r] (caller-owned, n_req
- * entries). Returns LH_OK with *n_done = n_req, or an error with *n_done = the index of the
- * failing request: requests before it are committed and their hits written; the failing
- * request changed nothing (LH_EINVAL for a decreasing timestamp or a bad category, LH_ENOMEM,
- * LH_ERANGE when more than 2^32 - 2 keys would be tracked). */
-int lh_sim_process_batch(lh_sim *sim, const int64_t *keys, const int64_t *offsets, const int64_t *timestamps,
-                         const int32_t *categories, size_t n_req, int64_t *hits, size_t *n_done, char *err,
-                         size_t errlen);
+/* Processes n_req requests in order: request r has keys[offsets[r] .. offsets[r+1]) of the n_keys
+ * keys (0 <= offsets[r] <= offsets[r+1] <= n_keys), the timestamp timestamps[r] (ns, never below
+ * the previous request's, across batches too) and the category categories[r] (0 ..
+ * LH_SIM_MAX_CATEGORIES - 1). Writes hits[r] (caller-owned, n_req entries). Returns LH_OK with
+ * *n_done = n_req, or an error with *n_done = the index of the failing request: requests before
+ * it are committed and their hits written; the failing request changed nothing (LH_EINVAL for
+ * bad offsets, a decreasing timestamp or a bad category, LH_ENOMEM, LH_ERANGE when more than
+ * 2^32 - 2 keys would be tracked). */
+int lh_sim_process_batch(lh_sim *sim, const int64_t *keys, size_t n_keys, const int64_t *offsets,
+                         const int64_t *timestamps, const int32_t *categories, size_t n_req, int64_t *hits,
+                         size_t *n_done, char *err, size_t errlen);
 
 /* lh_sim_process_batch (same arguments, effects and failures), plus each request's miss
  * evidence in caller-owned arrays of n_req entries: outcome[r] = LH_SIM_FULL_HIT, or
@@ -120,9 +121,10 @@ int lh_sim_process_batch(lh_sim *sim, const int64_t *keys, const int64_t *offset
  * the requests before a failing one are written. LH_EINVAL (nothing processed) unless the
  * simulator was created with LH_SIM_MISS_EVIDENCE; LH_ERANGE when more than 2^32 - 2 distinct
  * keys would have been evicted. */
-int lh_sim_process_batch_misses(lh_sim *sim, const int64_t *keys, const int64_t *offsets, const int64_t *timestamps,
-                                const int32_t *categories, size_t n_req, int64_t *hits, int32_t *outcome,
-                                int64_t *miss_key, int64_t *evicted_at, size_t *n_done, char *err, size_t errlen);
+int lh_sim_process_batch_misses(lh_sim *sim, const int64_t *keys, size_t n_keys, const int64_t *offsets,
+                                const int64_t *timestamps, const int32_t *categories, size_t n_req, int64_t *hits,
+                                int32_t *outcome, int64_t *miss_key, int64_t *evicted_at, size_t *n_done, char *err,
+                                size_t errlen);
 
 /* The evictions of the last process call (empty without LH_SIM_RECORD_EVICTIONS): victim
  * keys and, for each, the index (within that batch) of the request whose commit evicted it.

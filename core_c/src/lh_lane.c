@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lh_batch.h"
 #include "lh_common.h"
 #include "lh_keymap.h"
 
@@ -543,25 +544,27 @@ static int process_one(lh_lane *L, const int64_t *keys, size_t n, int64_t now, i
   return LH_OK;
 }
 
-int lh_lane_process_batch(lh_lane *lane, const int64_t *keys, const int64_t *offsets, const int64_t *timestamps,
-                          size_t n_req, int64_t *segs, int64_t *seg_offsets, uint8_t *cuts, size_t *n_done, char *err,
-                          size_t errlen) {
+int lh_lane_process_batch(lh_lane *lane, const int64_t *keys, size_t n_keys, const int64_t *offsets,
+                          const int64_t *timestamps, size_t n_req, int64_t *segs, int64_t *seg_offsets, uint8_t *cuts,
+                          size_t *n_done, char *err, size_t errlen) {
   *n_done = 0;
   seg_offsets[0] = 0;
   if (lane->ttl_ns > 0 && timestamps == NULL && n_req > 0) {
     return lh_fail(err, errlen, LH_EINVAL, "a TTL lane needs timestamps");
   }
   int64_t written = 0;
+  const lh_batch batch = {n_req, offsets, n_keys, NULL, NULL, 0}; /* the TTL clock takes any time (process_one) */
   for (size_t r = 0; r < n_req; r++) {
-    int64_t lo = offsets[r], hi = offsets[r + 1];
-    if (hi < lo || lo < offsets[0]) {
+    int st = lh_batch_check_request(&batch, r, NULL, err, errlen);
+    if (st != LH_OK) {
       *n_done = r;
-      return lh_fail(err, errlen, LH_EINVAL, "request %zu: offsets are not non-decreasing", r);
+      return st;
     }
+    int64_t lo = offsets[r], hi = offsets[r + 1];
     size_t nseg = 0;
     uint8_t cut = LH_CUT_NONE;
-    int st = process_one(lane, keys + lo, (size_t)(hi - lo), timestamps ? timestamps[r] : 0, segs + 2 * written, &nseg,
-                         &cut, err, errlen);
+    st = process_one(lane, keys + lo, (size_t)(hi - lo), timestamps ? timestamps[r] : 0, segs + 2 * written, &nseg,
+                     &cut, err, errlen);
     if (st != LH_OK) {
       *n_done = r;
       return st;

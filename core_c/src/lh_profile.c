@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lh_batch.h"
 #include "lh_common.h"
 #include "lh_keymap.h"
 
@@ -105,13 +106,13 @@ void lh_profile_reset(lh_profile *p) {
 /* Checks request r's curve (before anything changes): well formed, covering at most its n
  * blocks, thresholds within the keys seen plus the request's. Writes the hit blocks and the end
  * of the largest threshold (largest + 1). */
-static int check_curve(const lh_profile *p, size_t n, const int64_t *segs, int64_t lo, int64_t hi, size_t r,
-                       int64_t *hits, int64_t *end, char *err, size_t errlen) {
+static int check_curve(const lh_profile *p, size_t n, const int64_t *segs, size_t n_segs, const int64_t *seg_offsets,
+                       size_t r, int64_t *hits, int64_t *end, char *err, size_t errlen) {
   int64_t h = 0, top = 0;
   int64_t bound = (int64_t)p->map.count + (int64_t)n; /* thresholds never exceed this */
-  if (lo < 0 || hi < lo)
-    return lh_fail(err, errlen, LH_EINVAL, "request %zu: curve offsets must be non-negative and non-decreasing", r);
-  for (int64_t s = lo; s < hi; s++) {
+  int st = lh_batch_check_offsets(seg_offsets, r, n_segs, "curve offsets", "segments", err, errlen);
+  if (st != LH_OK) return st;
+  for (int64_t s = seg_offsets[r]; s < seg_offsets[r + 1]; s++) {
     int64_t start = segs[2 * s], run = segs[2 * s + 1];
     if (start < 1 || run < 0 || run > (int64_t)n - h || start > bound - run + 1) {
       return lh_fail(err, errlen, LH_EINVAL, "request %zu: curve segment (%lld, %lld) is not one the lane writes", r,
@@ -251,31 +252,24 @@ static int64_t record_request(lh_profile *p, const int64_t *keys, size_t n, int6
   return -1;
 }
 
-int lh_profile_record_batch(lh_profile *p, const int64_t *keys, const int64_t *offsets, const int64_t *timestamps,
-                            const int32_t *categories, size_t n_req, const int64_t *segs, const int64_t *seg_offsets,
-                            int64_t *hits, size_t *n_done, char *err, size_t errlen) {
+int lh_profile_record_batch(lh_profile *p, const int64_t *keys, size_t n_keys, const int64_t *offsets,
+                            const int64_t *timestamps, const int32_t *categories, size_t n_req, const int64_t *segs,
+                            size_t n_segs, const int64_t *seg_offsets, int64_t *hits, size_t *n_done, char *err,
+                            size_t errlen) {
   *n_done = 0;
+  const lh_batch batch = {n_req, offsets, n_keys, timestamps, categories, 0};
   for (size_t r = 0; r < n_req; r++) {
-    int64_t lo = offsets[r], hi = offsets[r + 1];
-    if (lo < 0 || hi < lo) {
+    int rc = lh_batch_check_request(&batch, r, p->started ? &p->last_ts : NULL, err, errlen);
+    if (rc != LH_OK) {
       *n_done = r;
-      return lh_fail(err, errlen, LH_EINVAL, "request %zu: offsets must be non-negative and non-decreasing", r);
+      return rc;
     }
-    int64_t now = timestamps[r];
+    int64_t lo = offsets[r], now = timestamps[r];
     int32_t cat = categories[r];
-    if (p->started && now < p->last_ts) {
-      *n_done = r;
-      return lh_fail(err, errlen, LH_EINVAL, "request %zu: timestamp %lld is before the previous request's %lld", r,
-                     (long long)now, (long long)p->last_ts);
-    }
-    if (cat < 0) {
-      *n_done = r;
-      return lh_fail(err, errlen, LH_EINVAL, "request %zu: negative category %d", r, (int)cat);
-    }
-    size_t n = (size_t)(hi - lo);
+    size_t n = (size_t)(offsets[r + 1] - lo);
     int64_t h = 0, end = 0;
     int reason = 0;
-    int rc = check_curve(p, n, segs, seg_offsets[r], seg_offsets[r + 1], r, &h, &end, err, errlen);
+    rc = check_curve(p, n, segs, n_segs, seg_offsets, r, &h, &end, err, errlen);
     if (rc == LH_OK) rc = reserve_request(p, n, cat, h, end, err, errlen);
     int64_t bad = rc == LH_OK
                       ? record_request(p, keys + lo, n, now, cat, h, segs, seg_offsets[r], seg_offsets[r + 1], &reason)

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lh_batch.h"
 #include "lh_common.h"
 #include "lh_policy_ops.h"
 
@@ -236,31 +237,22 @@ static int64_t run_request(lh_sim *s, const int64_t *keys, size_t n, int64_t now
   return (int64_t)hits;
 }
 
-static int process(lh_sim *s, const int64_t *keys, const int64_t *offsets, const int64_t *timestamps,
+static int process(lh_sim *s, const int64_t *keys, size_t n_keys, const int64_t *offsets, const int64_t *timestamps,
                    const int32_t *categories, size_t n_req, int64_t *hits, const miss_out *out, size_t *n_done,
                    char *err, size_t errlen) {
   *n_done = 0;
   s->n_ev = 0;
+  const lh_batch batch = {n_req, offsets, n_keys, timestamps, categories, LH_SIM_MAX_CATEGORIES};
   for (size_t r = 0; r < n_req; r++) {
-    int64_t lo = offsets[r], hi = offsets[r + 1];
-    if (lo < 0 || hi < lo) {
+    int rc = lh_batch_check_request(&batch, r, s->started ? &s->last_ts : NULL, err, errlen);
+    if (rc != LH_OK) {
       *n_done = r;
-      return lh_fail(err, errlen, LH_EINVAL, "request %zu: offsets must be non-negative and non-decreasing", r);
+      return rc;
     }
-    int64_t now = timestamps[r];
+    int64_t lo = offsets[r], now = timestamps[r];
     int32_t cat = categories[r];
-    if (s->started && now < s->last_ts) {
-      *n_done = r;
-      return lh_fail(err, errlen, LH_EINVAL, "request %zu: timestamp %lld is before the previous request's %lld", r,
-                     (long long)now, (long long)s->last_ts);
-    }
-    if (cat < 0 || cat >= LH_SIM_MAX_CATEGORIES) {
-      *n_done = r;
-      return lh_fail(err, errlen, LH_EINVAL, "request %zu: category %d is outside 0..%d", r, (int)cat,
-                     LH_SIM_MAX_CATEGORIES - 1);
-    }
-    size_t n = (size_t)(hi - lo);
-    int rc = reserve_request(s, keys + lo, n, cat, err, errlen);
+    size_t n = (size_t)(offsets[r + 1] - lo);
+    rc = reserve_request(s, keys + lo, n, cat, err, errlen);
     if (rc != LH_OK) {
       *n_done = r;
       return rc;
@@ -273,22 +265,23 @@ static int process(lh_sim *s, const int64_t *keys, const int64_t *offsets, const
   return LH_OK;
 }
 
-int lh_sim_process_batch(lh_sim *s, const int64_t *keys, const int64_t *offsets, const int64_t *timestamps,
-                         const int32_t *categories, size_t n_req, int64_t *hits, size_t *n_done, char *err,
-                         size_t errlen) {
-  return process(s, keys, offsets, timestamps, categories, n_req, hits, NULL, n_done, err, errlen);
+int lh_sim_process_batch(lh_sim *s, const int64_t *keys, size_t n_keys, const int64_t *offsets,
+                         const int64_t *timestamps, const int32_t *categories, size_t n_req, int64_t *hits,
+                         size_t *n_done, char *err, size_t errlen) {
+  return process(s, keys, n_keys, offsets, timestamps, categories, n_req, hits, NULL, n_done, err, errlen);
 }
 
-int lh_sim_process_batch_misses(lh_sim *s, const int64_t *keys, const int64_t *offsets, const int64_t *timestamps,
-                                const int32_t *categories, size_t n_req, int64_t *hits, int32_t *outcome,
-                                int64_t *miss_key, int64_t *evicted_at, size_t *n_done, char *err, size_t errlen) {
+int lh_sim_process_batch_misses(lh_sim *s, const int64_t *keys, size_t n_keys, const int64_t *offsets,
+                                const int64_t *timestamps, const int32_t *categories, size_t n_req, int64_t *hits,
+                                int32_t *outcome, int64_t *miss_key, int64_t *evicted_at, size_t *n_done, char *err,
+                                size_t errlen) {
   if (!s->evidence) {
     *n_done = 0;
     s->n_ev = 0;
     return lh_fail(err, errlen, LH_EINVAL, "miss evidence needs a simulator created with LH_SIM_MISS_EVIDENCE");
   }
   miss_out out = {outcome, miss_key, evicted_at};
-  return process(s, keys, offsets, timestamps, categories, n_req, hits, &out, n_done, err, errlen);
+  return process(s, keys, n_keys, offsets, timestamps, categories, n_req, hits, &out, n_done, err, errlen);
 }
 
 size_t lh_sim_evictions(const lh_sim *s, const int64_t **keys, const int64_t **requests) {

@@ -17,7 +17,7 @@ static size_t run1(lh_lane *lane, const int64_t *keys, size_t n, int64_t now, in
   uint8_t cut;
   size_t done = 0;
   char err[LH_ERR_LEN];
-  int st = lh_lane_process_batch(lane, keys, offsets, &now, 1, segs, seg_offsets, &cut, &done, err, sizeof err);
+  int st = lh_lane_process_batch(lane, keys, n, offsets, &now, 1, segs, seg_offsets, &cut, &done, err, sizeof err);
   CHECK(st == LH_OK);
   return (size_t)seg_offsets[1];
 }
@@ -83,7 +83,7 @@ static void test_batch_error_index(void) {
   CHECK(lh_lane_create(&lane, 0, 0, err, sizeof err) == LH_OK);
   int64_t keys[] = {1, 2, 3, 4}, offsets[] = {0, 2, 1, 4}, segs[8], seg_offsets[4];
   size_t done = 99;
-  int st = lh_lane_process_batch(lane, keys, offsets, NULL, 3, segs, seg_offsets, NULL, &done, err, sizeof err);
+  int st = lh_lane_process_batch(lane, keys, 4, offsets, NULL, 3, segs, seg_offsets, NULL, &done, err, sizeof err);
   CHECK(st == LH_EINVAL && done == 1 && strstr(err, "offsets") != NULL);
   lh_lane_stats s;
   lh_lane_get_stats(lane, &s);
@@ -91,7 +91,21 @@ static void test_batch_error_index(void) {
   lh_lane_destroy(lane);
   CHECK(lh_lane_create(&lane, 10, 0, err, sizeof err) == LH_OK);
   int64_t good[] = {0, 2};
-  CHECK(lh_lane_process_batch(lane, keys, good, NULL, 1, segs, seg_offsets, NULL, &done, err, sizeof err) == LH_EINVAL);
+  CHECK(lh_lane_process_batch(lane, keys, 4, good, NULL, 1, segs, seg_offsets, NULL, &done, err, sizeof err) ==
+        LH_EINVAL);
+  lh_lane_destroy(
+      lane); /* a request that would read past the keys, or before them, fails before anything is read (lh_batch.h) */
+  CHECK(lh_lane_create(&lane, 0, 0, err, sizeof err) == LH_OK);
+  int64_t past[] = {0, 5, 3}, before[] = {-1, 2};
+  st = lh_lane_process_batch(lane, keys, 4, past, NULL, 2, segs, seg_offsets, NULL, &done, err, sizeof err);
+  CHECK(st == LH_EINVAL && done == 0 &&
+        strstr(err, "request 0: offsets must be non-decreasing and within keys (0 .. 5 of 4)") != NULL);
+  st = lh_lane_process_batch(lane, keys, 4, before, NULL, 1, segs, seg_offsets, NULL, &done, err, sizeof err);
+  CHECK(st == LH_EINVAL && done == 0 &&
+        strstr(err, "request 0: offsets must be non-decreasing and within keys (-1 .. 2 of 4)") != NULL);
+  lh_lane_get_stats(lane, &s);
+  CHECK(s.requests == 0 && s.unique_blocks == 0);
+  CHECK(lh_lane_check(lane, err, sizeof err) == LH_OK);
   lh_lane_destroy(lane);
 }
 

@@ -51,10 +51,12 @@ static void feed(lh_lane *lane, lh_profile *p, const int64_t *keys, const int64_
   char err[LH_ERR_LEN] = "";
   CHECK(segs != NULL && seg_offsets != NULL);
   if (segs == NULL || seg_offsets == NULL) goto out;
-  CHECK(lh_lane_process_batch(lane, keys, offsets, ts, n, segs, seg_offsets, NULL, &done, err, sizeof err) == LH_OK);
+  CHECK(lh_lane_process_batch(lane, keys, (size_t)offsets[n], offsets, ts, n, segs, seg_offsets, NULL, &done, err,
+                              sizeof err) == LH_OK);
   CHECK(done == n);
   done = 99;
-  int st = lh_profile_record_batch(p, keys, offsets, ts, cats, n, segs, seg_offsets, hits, &done, err, sizeof err);
+  int st = lh_profile_record_batch(p, keys, (size_t)offsets[n], offsets, ts, cats, n, segs, (size_t)seg_offsets[n],
+                                   seg_offsets, hits, &done, err, sizeof err);
   CHECK(st == LH_OK);
   if (st != LH_OK) fprintf(stderr, "  record_batch: %s\n", err);
   CHECK(done == n);
@@ -68,11 +70,13 @@ out:
   free(seg_offsets);
 }
 
-/* Records with hand-made curves; returns the status. */
+/* Records with hand-made curves (keys and segments end where the last request's do); returns the status. */
 static int record(lh_profile *p, const int64_t *keys, const int64_t *offsets, const int64_t *ts, const int32_t *cats,
                   size_t n, const int64_t *segs, const int64_t *seg_offsets, int64_t *hits, size_t *done) {
   char err[LH_ERR_LEN] = "";
-  int st = lh_profile_record_batch(p, keys, offsets, ts, cats, n, segs, seg_offsets, hits, done, err, sizeof err);
+  size_t n_keys = offsets[n] > 0 ? (size_t)offsets[n] : 0, n_segs = seg_offsets[n] > 0 ? (size_t)seg_offsets[n] : 0;
+  int st = lh_profile_record_batch(p, keys, n_keys, offsets, ts, cats, n, segs, n_segs, seg_offsets, hits, done, err,
+                                   sizeof err);
   if (st != LH_OK) CHECK(err[0] != '\0'); /* a failure always says why */
   return st;
 }
@@ -492,8 +496,9 @@ static void test_errors(void) {
     done = 99;
     hits[0] = hits[1] = -1;
     char err[LH_ERR_LEN] = "";
-    int st = lh_profile_record_batch(p, b->keys, b->offsets, b->ts, b->cats, 3, b->segs, b->seg_offsets, hits, &done,
-                                     err, sizeof err);
+    int st =
+        lh_profile_record_batch(p, b->keys, sizeof b->keys / sizeof b->keys[0], b->offsets, b->ts, b->cats, 3, b->segs,
+                                sizeof b->segs / sizeof b->segs[0] / 2, b->seg_offsets, hits, &done, err, sizeof err);
     int status_ok = b->any_status ? st != LH_OK : st == LH_EINVAL;
     if (!status_ok || done != 2 || err[0] == '\0') {
       fprintf(stderr, "  error case '%s': status %d done %zu err '%s'\n", b->what, st, done, err);
@@ -535,6 +540,12 @@ static void test_errors(void) {
   /* an empty batch */
   done = 99;
   CHECK(record(p, k1, o1, t1, c1, 0, s1, so1, hits, &done) == LH_OK && done == 0);
+  /* curve offsets past the segments (lh_batch.h) */
+  int64_t so_past[] = {0, 2};
+  char msg[LH_ERR_LEN] = "";
+  CHECK(lh_profile_record_batch(p, k1, 1, o1, t1, c1, 1, s1, 1, so_past, hits, &done, msg, sizeof msg) == LH_EINVAL);
+  CHECK(done == 0 &&
+        strstr(msg, "request 0: curve offsets must be non-decreasing and within segments (0 .. 2 of 1)") != NULL);
   lh_profile_destroy(p);
   lh_profile_destroy(ref);
 
@@ -905,9 +916,11 @@ static void differential(int64_t ttl, int64_t window_ns, int32_t first_cat, size
     }
     size_t done = 99;
     char err[LH_ERR_LEN] = "";
-    CHECK(lh_lane_process_batch(lane, keys, offsets, ts, n, segs, seg_offsets, NULL, &done, err, sizeof err) == LH_OK);
+    CHECK(lh_lane_process_batch(lane, keys, (size_t)offsets[n], offsets, ts, n, segs, seg_offsets, NULL, &done, err,
+                                sizeof err) == LH_OK);
     int64_t want[64]; /* the naive hits; the lane's curves and the recorder's hits must match them */
-    int st = lh_profile_record_batch(p, keys, offsets, ts, cats, n, segs, seg_offsets, hits, &done, err, sizeof err);
+    int st = lh_profile_record_batch(p, keys, (size_t)offsets[n], offsets, ts, cats, n, segs, (size_t)seg_offsets[n],
+                                     seg_offsets, hits, &done, err, sizeof err);
     CHECK(st == LH_OK && done == n);
     if (st != LH_OK) fprintf(stderr, "  record_batch: %s\n", err);
     for (size_t q = 0; q < n; q++) {
