@@ -2,18 +2,18 @@
  *
  * The one hash map of the engine: the lane core (key -> position), the simulator (resident and
  * evicted keys), its policies (GDFS buckets, WA reuse times), the profile recorder (key indices)
- * and the eviction evidence (resident and removed digests). Keys and values sit in two arrays,
- * 12 bytes a slot; a slot is empty when its value is LH_NIL. Home slot lh_mix64(key) & mask
- * (lh_hash.h), linear probing, deletion by backward shift (no tombstones, so lookups stay short).
- * At most max_load_percent full: 50 by default, higher for maps that trade probes for memory (the
- * profile's 75, the lane's 80, the evidence's 90). Growth happens only in lh_keymap_reserve, which
- * doubles the capacity (64 slots at first) until the keys fit, so a caller reserves first and then
- * puts without any failure path. The slot a key lands in depends only on the keys put and deleted
- * and their order, never on the platform.
+ * and the eviction evidence (resident and removed digests). A slot is 12 packed bytes, the key
+ * then the value, so a lookup mostly touches one cache line; a slot is empty when its value is
+ * LH_NIL. Home slot lh_mix64(key) & mask (lh_hash.h), linear probing, deletion by backward shift
+ * (no tombstones, so lookups stay short). At most max_load_percent full: 50 by default, higher for
+ * maps that trade probes for memory (the profile's 75, the lane's 80, the evidence's 90). Growth
+ * happens only in lh_keymap_reserve, which doubles the capacity (64 slots at first) until the keys
+ * fit, so a caller reserves first and then puts without any failure path. The slot a key lands in
+ * depends only on the keys put and deleted and their order, never on the platform.
  *
  * Keys move only in lh_keymap_reserve, lh_keymap_del and lh_keymap_del_at. In between, a caller
- * may keep a slot index (lh_keymap_find) and rewrite that slot's value in place (m->vals[i] = v,
- * v != LH_NIL), as the lane does with its pending marks and positions.
+ * may keep a slot index (lh_keymap_find) and rewrite that slot's value (lh_keymap_set_val), as
+ * the lane does with its pending marks and positions, and scan the slots 0 .. capacity - 1.
  *
  * One table is kept apart, for a reason: the interned strings of lh_buf.h, whose keys are byte
  * strings compared in full, not int64 values.
@@ -24,23 +24,48 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "lh_hash.h"
 
 #define LH_NIL UINT32_MAX /* "no value": also marks an empty slot */
+#define LH_KEYMAP_SLOT 12 /* bytes a slot: the int64 key at 0, the uint32 value at 8 (unaligned, memcpy) */
 
 typedef struct lh_keymap {
-  int64_t *keys;  /* capacity entries; keys[i] is meaningful only where vals[i] != LH_NIL */
-  uint32_t *vals; /* capacity entries; LH_NIL: slot i is empty */
-  size_t mask;    /* capacity - 1; capacity is a power of two, 0 slots (NULL arrays) before the first reserve */
-  size_t count;   /* keys held */
+  unsigned char *slots;      /* capacity slots of LH_KEYMAP_SLOT bytes; NULL before the first reserve */
+  size_t mask;               /* capacity - 1; capacity is a power of two (0 slots: mask 0) */
+  size_t count;              /* keys held */
   unsigned max_load_percent; /* how full reserve lets it get: 0 means 50; at most 90 */
 } lh_keymap;
 
-/* ---- lookups (inline: they sit on the simulator's and the recorder's per-block paths) ---- */
+/* ---- slots (inline: they sit on the per-block paths of the lane, simulator and recorder) ---- */
 
 /* The slots of the map: 0 before the first reserve, else mask + 1. */
-static inline size_t lh_keymap_capacity(const lh_keymap *m) { return m->vals == NULL ? 0 : m->mask + 1; }
+static inline size_t lh_keymap_capacity(const lh_keymap *m) { return m->slots == NULL ? 0 : m->mask + 1; }
+
+/* The value in slot i (< capacity): LH_NIL when the slot is empty. */
+static inline uint32_t lh_keymap_val(const lh_keymap *m, size_t i) {
+  uint32_t v;
+  memcpy(&v, m->slots + i * LH_KEYMAP_SLOT + 8, sizeof v);
+  return v;
+}
+
+/* The key in occupied slot i. */
+static inline int64_t lh_keymap_key(const lh_keymap *m, size_t i) {
+  int64_t k;
+  memcpy(&k, m->slots + i * LH_KEYMAP_SLOT, sizeof k);
+  return k;
+}
+
+/* Rewrites the value of occupied slot i (v != LH_NIL). Cannot fail. */
+static inline void lh_keymap_set_val(lh_keymap *m, size_t i, uint32_t v) {
+  memcpy(m->slots + i * LH_KEYMAP_SLOT + 8, &v, sizeof v);
+}
+
+/* The address of slot i, for prefetching. */
+static inline const void *lh_keymap_slot_addr(const lh_keymap *m, size_t i) { return m->slots + i * LH_KEYMAP_SLOT; }
+
+/* ---- lookups ---- */
 
 /* The slot where key's probe starts. The map must have slots. */
 static inline size_t lh_keymap_home(const lh_keymap *m, int64_t key) {
@@ -52,7 +77,7 @@ static inline size_t lh_keymap_home(const lh_keymap *m, int64_t key) {
  * prefetched keeps it). The map must have slots. */
 static inline size_t lh_keymap_probe(const lh_keymap *m, int64_t key, size_t home) {
   size_t i = home;
-  while (m->vals[i] != LH_NIL && m->keys[i] != key) i = (i + 1) & m->mask;
+  while (lh_keymap_val(m, i) != LH_NIL && lh_keymap_key(m, i) != key) i = (i + 1) & m->mask;
   return i;
 }
 
@@ -63,17 +88,13 @@ static inline size_t lh_keymap_find(const lh_keymap *m, int64_t key) {
 
 /* The value of key, or LH_NIL. */
 static inline uint32_t lh_keymap_get(const lh_keymap *m, int64_t key) {
-  return m->vals == NULL ? LH_NIL : m->vals[lh_keymap_find(m, key)];
+  return m->slots == NULL ? LH_NIL : lh_keymap_val(m, lh_keymap_find(m, key));
 }
 
 /* Hints the CPU to load the slot key's probe starts at. */
 static inline void lh_keymap_prefetch(const lh_keymap *m, int64_t key) {
 #if defined(__GNUC__)
-  if (m->vals != NULL) {
-    size_t i = lh_keymap_home(m, key);
-    __builtin_prefetch(&m->vals[i], 0, 3);
-    __builtin_prefetch(&m->keys[i], 0, 3);
-  }
+  if (m->slots != NULL) __builtin_prefetch(lh_keymap_slot_addr(m, lh_keymap_home(m, key)), 0, 3);
 #else
   (void)m;
   (void)key;
@@ -86,16 +107,16 @@ static inline void lh_keymap_prefetch(const lh_keymap *m, int64_t key) {
  * size that cannot be represented (the map is unchanged). */
 int lh_keymap_reserve(lh_keymap *m, size_t extra);
 
-/* Sets key -> val (val != LH_NIL). The key must be absent and room reserved. Cannot fail. */
-void lh_keymap_put(lh_keymap *m, int64_t key, uint32_t val);
-
 /* Sets key -> val (val != LH_NIL) in slot i, the empty slot lh_keymap_find (or _probe) returned
  * for key, with room reserved and no key moved since. Cannot fail. */
 static inline void lh_keymap_put_at(lh_keymap *m, size_t i, int64_t key, uint32_t val) {
-  m->keys[i] = key;
-  m->vals[i] = val;
+  memcpy(m->slots + i * LH_KEYMAP_SLOT, &key, sizeof key);
+  lh_keymap_set_val(m, i, val);
   m->count++;
 }
+
+/* Sets key -> val (val != LH_NIL). The key must be absent and room reserved. Cannot fail. */
+void lh_keymap_put(lh_keymap *m, int64_t key, uint32_t val);
 
 /* Sets key -> val (val != LH_NIL), replacing the value of a key already present. Room for one
  * more key must be reserved. Cannot fail. */

@@ -142,15 +142,16 @@ void lh_evidence_destroy(lh_evidence *ev) {
  * into slots the pass has not finished, so none is skipped, and one examined twice is harmless. */
 static void sweep(lh_evidence *ev, size_t budget) {
   lh_keymap *t = &ev->evidence;
-  if (t->vals == NULL) {
+  if (t->slots == NULL) {
     ev->sweep_left = 0;
     return;
   }
   while (ev->sweep_left > 0 && budget > 0) {
     size_t i = ev->sweep_at;
     budget--;
-    if (t->vals[i] != LH_NIL && t->vals[i] < ev->expired_below) {
-      filter_add(ev, t->keys[i]);
+    uint32_t b = lh_keymap_val(t, i);
+    if (b != LH_NIL && b < ev->expired_below) {
+      filter_add(ev, lh_keymap_key(t, i));
       ev->expired++;
       lh_keymap_del_at(t, i);
       continue;
@@ -236,7 +237,7 @@ int lh_evidence_apply(lh_evidence *ev, uint32_t batch, const uint8_t *kinds, con
     } else {
       const lh_keymap *r = &ev->resident;
       for (size_t k = 0; k < lh_keymap_capacity(r); k++) {
-        if (r->vals[k] != LH_NIL) lh_keymap_set(&ev->evidence, r->keys[k], batch);
+        if (lh_keymap_val(r, k) != LH_NIL) lh_keymap_set(&ev->evidence, lh_keymap_key(r, k), batch);
       }
       lh_keymap_clear(&ev->resident);
     }
@@ -273,7 +274,7 @@ void lh_evidence_forget(lh_evidence *ev) {
   lh_keymap *maps[2] = {&ev->resident, &ev->evidence};
   for (int m = 0; m < 2; m++) {
     for (size_t k = 0; k < lh_keymap_capacity(maps[m]); k++) {
-      if (maps[m]->vals[k] != LH_NIL) filter_add(ev, maps[m]->keys[k]);
+      if (lh_keymap_val(maps[m], k) != LH_NIL) filter_add(ev, lh_keymap_key(maps[m], k));
     }
     lh_keymap_free(maps[m]);
   }

@@ -249,7 +249,7 @@ static int compact(lh_lane *L) {
   for (uint64_t w = 0; w < nwords; w++) cum[w + 1] = cum[w] + popcount64(L->bits[w]);
 #define RANK(p) (cum[(p) >> 6] + popcount64(L->bits[(p) >> 6] & mask_upto(p)))
   for (size_t i = 0; i < lh_keymap_capacity(&L->map); i++) {
-    uint32_t p = L->map.vals[i];
+    uint32_t p = lh_keymap_val(&L->map, i);
     if (p == LH_NIL) continue;
     uint32_t np;
     if (p == POS_DEAD || p < wm) {
@@ -259,9 +259,9 @@ static int compact(lh_lane *L) {
       np = (uint32_t)RANK(p);
     }
     if (rebuild_map) {
-      lh_keymap_put(&new_map, L->map.keys[i], np);
+      lh_keymap_put(&new_map, lh_keymap_key(&L->map, i), np);
     } else {
-      L->map.vals[i] = np;
+      lh_keymap_set_val(&L->map, i, np);
     }
   }
   if (rebuild_map) {
@@ -440,8 +440,7 @@ static int process_one(lh_lane *L, const int64_t *keys, size_t n, int64_t now, i
 
   for (size_t i = 0; i < n; i++) {
     ref[i] = lh_keymap_home(map, keys[i]);
-    prefetch(&map->vals[ref[i]]);
-    prefetch(&map->keys[ref[i]]);
+    prefetch(lh_keymap_slot_addr(map, (size_t)ref[i]));
   }
 
   /* Look every key up (inserting absent ones as pending) and evaluate phase 1 on the snapshot:
@@ -453,7 +452,7 @@ static int process_one(lh_lane *L, const int64_t *keys, size_t n, int64_t now, i
   for (size_t i = 0; i < n; i++) {
     const int64_t key = keys[i];
     size_t slot = lh_keymap_probe(map, key, (size_t)ref[i]);
-    uint32_t p = map->vals[slot];
+    uint32_t p = lh_keymap_val(map, slot);
     uint32_t p_snap = 0, p_first = (uint32_t)i;
     if (p == LH_NIL) {
       lh_keymap_put_at(map, slot, key, PENDING | (uint32_t)i);
@@ -462,7 +461,7 @@ static int process_one(lh_lane *L, const int64_t *keys, size_t n, int64_t now, i
       p_snap = snap[p_first];
     } else {
       p_snap = p;
-      map->vals[slot] = PENDING | (uint32_t)i;
+      lh_keymap_set_val(map, slot, PENDING | (uint32_t)i);
     }
     ref[i] = slot;
     snap[i] = p_snap;
@@ -534,7 +533,7 @@ static int process_one(lh_lane *L, const int64_t *keys, size_t n, int64_t now, i
     }
     add_n++;
     L->markers++;
-    map->vals[ref[i]] = (uint32_t)pos;
+    lh_keymap_set_val(map, (size_t)ref[i], (uint32_t)pos);
   }
   if (del_n) fen_add(fen, nsb, del_sb, -del_n);
   if (add_n) fen_add(fen, nsb, add_sb, add_n);
@@ -603,7 +602,7 @@ void lh_lane_get_stats(const lh_lane *L, lh_lane_stats *s) {
 int lh_lane_check(const lh_lane *L, char *err, size_t errlen) {
   uint64_t entries = 0, with_pos = 0, below_wm = 0;
   for (size_t i = 0; i < lh_keymap_capacity(&L->map); i++) {
-    uint32_t p = L->map.vals[i];
+    uint32_t p = lh_keymap_val(&L->map, i);
     if (p == LH_NIL) continue;
     if (p & PENDING) return lh_fail(err, errlen, LH_EINVAL, "pending slot left behind");
     entries++;

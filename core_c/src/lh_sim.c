@@ -319,11 +319,11 @@ int lh_sim_check(const lh_sim *s, char *err, size_t errlen) {
                    s->n_ghosts);
   }
   for (size_t i = 0; i < lh_keymap_capacity(&s->ghosts); i++) {
-    uint32_t g = s->ghosts.vals[i];
+    uint32_t g = lh_keymap_val(&s->ghosts, i);
     if (g == LH_NIL) continue;
     if (g >= s->n_ghosts || s->ghost_ts[g] > s->last_ts) {
       return lh_fail(err, errlen, LH_EINVAL, "evicted key %lld has no eviction time or one in the future",
-                     (long long)s->ghosts.keys[i]);
+                     (long long)lh_keymap_key(&s->ghosts, i));
     }
   }
   if (s->ops->check != NULL) return s->ops->check(s->policy, s->slots, s->n_slots, err, errlen);
