@@ -47,7 +47,16 @@ PUBLIC_HEADERS = (
     "lh_facts.h",
     "lh_query.h",
 )
-INTERNAL_HEADERS = ("lh_buf.h", "lh_json.h", "lh_keymap.h", "lh_policy_ops.h", "lh_text.h", "lh_trace_row.h")
+INTERNAL_HEADERS = (
+    "lh_batch.h",
+    "lh_buf.h",
+    "lh_hash.h",
+    "lh_json.h",
+    "lh_keymap.h",
+    "lh_policy_ops.h",
+    "lh_text.h",
+    "lh_trace_row.h",
+)
 UMBRELLA_HEADER = "litehit.h"
 
 _COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.DOTALL)
@@ -129,12 +138,16 @@ def _relative(paths: list[Path]) -> list[str]:
 
 
 def _compile_args() -> list[str]:
+    """The C flags: LITEHIT_CFLAGS when set (all of them, nothing added), else the defaults below,
+    with warnings as errors when CI=true."""
     override = os.environ.get("LITEHIT_CFLAGS")
     if override is not None:
         return shlex.split(override)
     # -ffp-contract=off: no fused multiply-add, so floating-point results (the WA policy) are the
     # same on every compiler and match the reference arithmetic
-    args = ["-std=c99", "-O3", "-DNDEBUG", "-fno-strict-aliasing", "-ffp-contract=off"]
+    args = ["-std=c99", "-O3", "-DNDEBUG", "-fno-strict-aliasing", "-ffp-contract=off", "-Wall", "-Wextra"]
+    if os.environ.get("CI") == "true":
+        args.append("-Werror")  # CI builds with warnings as errors (the sanitized C tests always do)
     if platform.machine().lower() in {"x86_64", "amd64"}:
         args.append("-mpopcnt")  # every x86-64 CPU since 2008; the rank structure counts bits
     return args

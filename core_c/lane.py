@@ -106,8 +106,6 @@ class Lane(CHandle):
         n = len(offsets) - 1
         if n < 0:
             raise ValueError("offsets needs at least one entry")
-        if n and (offsets[0] < 0 or offsets[-1] > len(keys)):
-            raise ValueError("offsets out of range of keys")
         ts = None
         if timestamps is not None:
             ts = as_int64(timestamps)
@@ -115,8 +113,8 @@ class Lane(CHandle):
                 raise ValueError("timestamps must have one entry per request")
         elif self.ttl_ns > 0 and n:
             raise ValueError("a TTL lane needs timestamps")
-        total = int(offsets[-1] - offsets[0]) if n else 0
-        segments = np.empty((max(total, 0), 2), dtype=np.int64)
+        room = len(keys) - int(offsets[0]) if n else 0  # the C core checks the offsets (lh_batch.h)
+        segments = np.empty((max(room, 0), 2), dtype=np.int64)
         seg_offsets = np.zeros(n + 1, dtype=np.int64)
         cuts = np.zeros(n, dtype=np.uint8)
         n_done = ffi.new("size_t *")
@@ -124,6 +122,7 @@ class Lane(CHandle):
         status = lib.lh_lane_process_batch(
             handle,
             ptr("int64_t[]", keys),
+            len(keys),
             ptr("int64_t[]", offsets),
             ffi.NULL if ts is None else ptr("int64_t[]", ts),
             n,

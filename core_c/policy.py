@@ -178,8 +178,6 @@ class PolicySim(CHandle):
         n = len(offsets) - 1
         if n < 0:
             raise ValueError("offsets needs at least one entry")
-        if n and (offsets[0] < 0 or offsets[-1] > len(keys) or bool(np.any(offsets[1:] < offsets[:-1]))):
-            raise ValueError("offsets must be non-decreasing and within keys")
         if len(ts) != n:
             raise ValueError("timestamps must have one entry per request")
         if categories is None:
@@ -200,6 +198,7 @@ class PolicySim(CHandle):
         args = (
             handle,
             ptr("int64_t[]", keys) if len(keys) else ffi.NULL,
+            len(keys),
             ptr("int64_t[]", offsets),
             ptr("int64_t[]", ts) if n else ffi.NULL,
             ptr("int32_t[]", cats) if n else ffi.NULL,

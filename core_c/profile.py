@@ -131,11 +131,13 @@ class ProfileRecorder(CHandle):
         status = lib.lh_profile_record_batch(
             handle,
             ptr("int64_t[]", keys),
+            len(keys),
             ptr("int64_t[]", offsets),
             ptr("int64_t[]", ts),
             ptr("int32_t[]", cats),
             n,
             ptr("int64_t[]", segs),
+            len(segs),
             ptr("int64_t[]", seg_offsets),
             ptr("int64_t[]", hits),
             n_done,

@@ -17,7 +17,9 @@ typedef struct lh_vec {
 /* Ensures room for `extra` more elements of `elem` bytes; 0 or -1. */
 int lh_vec_reserve(lh_vec *v, size_t extra, size_t elem);
 
-/* Interned strings: names in a byte vector, count + 1 offsets, and an open-addressing index. */
+/* Interned strings: names in a byte vector, count + 1 offsets, and an open-addressing index.
+ * The index is its own small table, not the engine's key map (lh_keymap.h): its keys are byte
+ * strings compared in full (two names may share a 64-bit hash), hashed with FNV-1a. */
 typedef struct lh_intern {
   lh_vec bytes;   /* char */
   lh_vec offsets; /* int64_t, count + 1 once used */

@@ -11,10 +11,10 @@
 #include <stdint.h>
 
 #define LH_OK 0
-#define LH_ENOMEM 1   /* an allocation failed; the object is left as it was */
-#define LH_EINVAL 2   /* an argument or a request violates the documented contract */
-#define LH_ERANGE 3   /* a position, count or number does not fit its representation */
-#define LH_EPARSE 4   /* malformed input text (trace row, facts row, number) */
+#define LH_ENOMEM 1 /* an allocation failed; the object is left as it was */
+#define LH_EINVAL 2 /* an argument or a request violates the documented contract */
+#define LH_ERANGE 3 /* a position, count or number does not fit its representation */
+#define LH_EPARSE 4 /* malformed input text (trace row, facts row, number) */
 #define LH_STATUS_COUNT 5
 
 #define LH_ERR_LEN 512 /* a comfortable size for error buffers */

@@ -17,10 +17,11 @@
  * bucket. Expiry is a sweep over the evidence table spread over the calls (4096 slots per
  * advance or apply): an expired entry the sweep has not reached yet is already answered as aged,
  * so answers never depend on its progress; only memory is freed later.
- * Memory: both tables take 12 bytes a slot (8-byte digest, 4-byte batch) and are at most 90 %
- * full; a table doubles before an event that could overfill it (counting digests it already
- * holds too) and shrinks only in lh_evidence_trim, so one grown by fresh digests holds 13.3 to 26.7
- * bytes per entry, and its size is its peak until a trim. The filter is allocated once.
+ * Memory: both tables (the engine's key map, lh_keymap.h) take 12 bytes a slot (8-byte digest,
+ * 4-byte batch) and are at most 90 % full; a table doubles before an event that could overfill
+ * it (counting digests it already holds too) and shrinks only in lh_evidence_trim, so one grown
+ * by fresh digests holds 13.3 to 26.7 bytes per entry, and its size is its peak until a trim.
+ * The filter is allocated once.
  * No function prints, aborts or exits.
  */
 #ifndef LH_EVIDENCE_H
@@ -36,24 +37,24 @@ typedef struct lh_evidence lh_evidence;
 #define LH_EVIDENCE_REMOVED 2  /* batch = the batch of its latest retained removal */
 #define LH_EVIDENCE_AGED 3     /* in the aged filter (possibly a false positive) */
 
-#define LH_EVIDENCE_MAX_BATCH 4294967294u /* batch numbers are 1 .. this */
+#define LH_EVIDENCE_MAX_BATCH 4294967294u            /* batch numbers are 1 .. this */
 #define LH_EVIDENCE_MAX_BUCKET 18446744073709551614u /* bucket numbers are 0 .. this (larger: this) */
 
 typedef struct lh_evidence_stats {
-  size_t resident;            /* digests resident now */
-  size_t evidence;            /* digests with retained removal evidence */
-  uint64_t expired;           /* removal records that aged out (ever) */
+  size_t resident;             /* digests resident now */
+  size_t evidence;             /* digests with retained removal evidence */
+  uint64_t expired;            /* removal records that aged out (ever) */
   uint64_t filter_bits;        /* bits of each of the aged filter's two generations (0: none) */
   uint64_t filter_set;         /* bits set in the current generation */
   uint64_t previous_set;       /* bits set in the previous generation */
   uint64_t filter_inserts;     /* digests put into the filter (ever) */
   uint64_t generation_inserts; /* digests put into the current generation */
   uint64_t rotations;          /* generations completed */
-  size_t resident_bytes;      /* memory of the resident table */
-  size_t evidence_bytes;      /* memory of the evidence table */
-  size_t filter_bytes;        /* memory of the filter (both generations) */
-  uint64_t bucket;            /* the latest advanced bucket */
-  uint32_t last_batch;        /* the latest batch applied (0: none) */
+  size_t resident_bytes;       /* memory of the resident table */
+  size_t evidence_bytes;       /* memory of the evidence table */
+  size_t filter_bytes;         /* memory of the filter (both generations) */
+  uint64_t bucket;             /* the latest advanced bucket */
+  uint32_t last_batch;         /* the latest batch applied (0: none) */
 } lh_evidence_stats;
 
 /* Creates an empty set that retains `ring_buckets` (>= 1) buckets of removals, with an aged
@@ -61,8 +62,8 @@ typedef struct lh_evidence_stats {
  * generation taking `filter_generation` digests (0: a single generation that never rotates, and
  * only one is allocated).
  * LH_OK and *out, or LH_EINVAL / LH_ENOMEM (*out untouched). Destroy with lh_evidence_destroy. */
-int lh_evidence_create(lh_evidence **out, uint32_t ring_buckets, uint32_t filter_log2_bits,
-                       uint64_t filter_generation, char *err, size_t errlen);
+int lh_evidence_create(lh_evidence **out, uint32_t ring_buckets, uint32_t filter_log2_bits, uint64_t filter_generation,
+                       char *err, size_t errlen);
 
 void lh_evidence_destroy(lh_evidence *ev);
 
@@ -76,13 +77,12 @@ void lh_evidence_advance(lh_evidence *ev, uint64_t bucket);
  * takes no digests). `batch` must be greater than every batch applied before and at most
  * LH_EVIDENCE_MAX_BATCH. All or nothing: LH_EINVAL (bad arguments) or LH_ENOMEM leaves the set
  * as it was. */
-int lh_evidence_apply(lh_evidence *ev, uint32_t batch, const uint8_t *kinds, const int64_t *offsets,
-                      size_t n_events, const int64_t *digests, char *err, size_t errlen);
+int lh_evidence_apply(lh_evidence *ev, uint32_t batch, const uint8_t *kinds, const int64_t *offsets, size_t n_events,
+                      const int64_t *digests, char *err, size_t errlen);
 
 /* For each of n digests: its LH_EVIDENCE_* kind and the batch that goes with it (0 for ABSENT and
  * AGED). Resident wins over removal evidence (a digest stored again after its removal). */
-void lh_evidence_lookup(const lh_evidence *ev, const int64_t *digests, size_t n, uint8_t *kinds,
-                        uint32_t *batches);
+void lh_evidence_lookup(const lh_evidence *ev, const int64_t *digests, size_t n, uint8_t *kinds, uint32_t *batches);
 
 /* A restart: every resident and retained digest goes into the aged filter; resident and
  * evidence become empty and batch numbering may start again at 1. The filter is kept. A digest

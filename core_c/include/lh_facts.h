@@ -19,9 +19,9 @@
 /* ---- writing ----------------------------------------------------------------------------- */
 
 /* Upper bound of the bytes lh_facts_render writes for these rows (see its arguments). */
-size_t lh_facts_render_bound(const int64_t *id_offsets, const int64_t *lane_id_offsets,
-                             const int64_t *out_src, const int32_t *out_lane, const int64_t *out_seg_lo,
-                             const int64_t *out_seg_hi, size_t n_out, int extended);
+size_t lh_facts_render_bound(const int64_t *id_offsets, const int64_t *lane_id_offsets, const int64_t *out_src,
+                             const int32_t *out_lane, const int64_t *out_seg_lo, const int64_t *out_seg_hi,
+                             size_t n_out, int extended);
 
 /* Renders n_out facts rows into buf (capacity cap, caller-owned; use lh_facts_render_bound).
  * Output row k is source row out_src[k] seen by lane out_lane[k]:
@@ -32,12 +32,12 @@ size_t lh_facts_render_bound(const int64_t *id_offsets, const int64_t *lane_id_o
  *   per output row: input_lens[k], curve = segs pairs out_seg_lo[k] .. out_seg_hi[k];
  *                   with extended != 0 also blocks[k] and cuts[k] (LH_CUT_*).
  * Returns LH_OK and *written, or LH_ERANGE if cap is too small (nothing is promised about buf). */
-int lh_facts_render(const char *ids, const int64_t *id_offsets, const int64_t *timestamps,
-                    const char *lane_ids, const int64_t *lane_id_offsets, const int64_t *lane_block_size,
-                    const int64_t *lane_block_bytes, const int64_t *out_src, const int32_t *out_lane,
-                    const int64_t *input_lens, const int64_t *out_seg_lo, const int64_t *out_seg_hi,
-                    const int64_t *segs, int extended, const int64_t *blocks, const uint8_t *cuts,
-                    size_t n_out, char *buf, size_t cap, size_t *written, char *err, size_t errlen);
+int lh_facts_render(const char *ids, const int64_t *id_offsets, const int64_t *timestamps, const char *lane_ids,
+                    const int64_t *lane_id_offsets, const int64_t *lane_block_size, const int64_t *lane_block_bytes,
+                    const int64_t *out_src, const int32_t *out_lane, const int64_t *input_lens,
+                    const int64_t *out_seg_lo, const int64_t *out_seg_hi, const int64_t *segs, int extended,
+                    const int64_t *blocks, const uint8_t *cuts, size_t n_out, char *buf, size_t cap, size_t *written,
+                    char *err, size_t errlen);
 
 /* ---- reading ----------------------------------------------------------------------------- */
 

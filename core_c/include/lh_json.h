@@ -24,7 +24,7 @@
 /* Kinds of JSON values. LH_J_UINT and LH_J_BIGINT are integers outside int64; a number that has
  * not been parsed yet peeks as LH_J_INT. */
 enum {
-  LH_J_NONE,   /* no value here (end of input or an unexpected character) */
+  LH_J_NONE, /* no value here (end of input or an unexpected character) */
   LH_J_STRING,
   LH_J_INT,    /* fits int64 */
   LH_J_UINT,   /* INT64_MAX < v <= UINT64_MAX */

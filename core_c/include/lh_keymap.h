@@ -1,9 +1,22 @@
-/* lh_keymap.h - internal: an open-addressing map from int64 keys to uint32 values.
+/* lh_keymap.h - internal: the engine's open-addressing map from int64 keys to uint32 values.
  *
- * Linear probing over 16-byte entries (four per cache line), at most 50% full (or the map's
- * max_load_percent, for maps that trade probes for memory); deletion shifts
- * later entries back, so there are no tombstones and lookups stay short. Growth happens only in
- * lh_keymap_reserve, so a caller reserves first and then puts without any failure path.
+ * The one hash map of the engine: the lane core (key -> position), the simulator (resident and
+ * evicted keys), its policies (GDFS buckets, WA reuse times), the profile recorder (key indices)
+ * and the eviction evidence (resident and removed digests). A slot is 12 packed bytes, the key
+ * then the value, so a lookup mostly touches one cache line; a slot is empty when its value is
+ * LH_NIL. Home slot lh_mix64(key) & mask (lh_hash.h), linear probing, deletion by backward shift
+ * (no tombstones, so lookups stay short). At most max_load_percent full: 50 by default, higher for
+ * maps that trade probes for memory (the profile's 75, the lane's 80, the evidence's 90). Growth
+ * happens only in lh_keymap_reserve, which doubles the capacity (64 slots at first) until the keys
+ * fit, so a caller reserves first and then puts without any failure path. The slot a key lands in
+ * depends only on the keys put and deleted and their order, never on the platform.
+ *
+ * Keys move only in lh_keymap_reserve, lh_keymap_del and lh_keymap_del_at. In between, a caller
+ * may keep a slot index (lh_keymap_find) and rewrite that slot's value (lh_keymap_set_val), as
+ * the lane does with its pending marks and positions, and scan the slots 0 .. capacity - 1.
+ *
+ * One table is kept apart, for a reason: the interned strings of lh_buf.h, whose keys are byte
+ * strings compared in full, not int64 values.
  * Not part of the Python-facing API.
  */
 #ifndef LH_KEYMAP_H
@@ -11,65 +24,122 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
-#define LH_NIL UINT32_MAX /* "no value": also marks an empty entry */
+#include "lh_hash.h"
 
-typedef struct lh_keymap_entry {
-  int64_t key;
-  uint32_t val; /* LH_NIL when the entry is empty */
-  uint32_t pad;
-} lh_keymap_entry;
+#define LH_NIL UINT32_MAX /* "no value": also marks an empty slot */
+#define LH_KEYMAP_SLOT 12 /* bytes a slot: the int64 key at 0, the uint32 value at 8 (unaligned, memcpy) */
 
 typedef struct lh_keymap {
-  lh_keymap_entry *entries;
-  size_t mask; /* capacity - 1; capacity is a power of two, 0 entries before the first reserve */
-  size_t count;
+  unsigned char *slots;      /* capacity slots of LH_KEYMAP_SLOT bytes; NULL before the first reserve */
+  size_t mask;               /* capacity - 1; capacity is a power of two (0 slots: mask 0) */
+  size_t count;              /* keys held */
   unsigned max_load_percent; /* how full reserve lets it get: 0 means 50; at most 90 */
 } lh_keymap;
 
-static inline size_t lh_keymap_slot(const lh_keymap *m, int64_t key) {
-  uint64_t x = (uint64_t)key; /* splitmix64 finalizer: raw trace keys are often small integers */
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ULL;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebULL;
-  x ^= x >> 31;
-  return (size_t)x & m->mask;
+/* ---- slots (inline: they sit on the per-block paths of the lane, simulator and recorder) ---- */
+
+/* The slots of the map: 0 before the first reserve, else mask + 1. */
+static inline size_t lh_keymap_capacity(const lh_keymap *m) { return m->slots == NULL ? 0 : m->mask + 1; }
+
+/* The value in slot i (< capacity): LH_NIL when the slot is empty. */
+static inline uint32_t lh_keymap_val(const lh_keymap *m, size_t i) {
+  uint32_t v;
+  memcpy(&v, m->slots + i * LH_KEYMAP_SLOT + 8, sizeof v);
+  return v;
+}
+
+/* The key in occupied slot i. */
+static inline int64_t lh_keymap_key(const lh_keymap *m, size_t i) {
+  int64_t k;
+  memcpy(&k, m->slots + i * LH_KEYMAP_SLOT, sizeof k);
+  return k;
+}
+
+/* Rewrites the value of occupied slot i (v != LH_NIL). Cannot fail. */
+static inline void lh_keymap_set_val(lh_keymap *m, size_t i, uint32_t v) {
+  memcpy(m->slots + i * LH_KEYMAP_SLOT + 8, &v, sizeof v);
+}
+
+/* The address of slot i, for prefetching. */
+static inline const void *lh_keymap_slot_addr(const lh_keymap *m, size_t i) { return m->slots + i * LH_KEYMAP_SLOT; }
+
+/* ---- lookups ---- */
+
+/* The slot where key's probe starts. The map must have slots. */
+static inline size_t lh_keymap_home(const lh_keymap *m, int64_t key) {
+  return (size_t)lh_mix64((uint64_t)key) & m->mask;
+}
+
+/* The slot holding key or, when key is absent, the empty slot that ends its probe run (where
+ * lh_keymap_put_at may put it), searching from home = lh_keymap_home(m, key) (a caller that
+ * prefetched keeps it). The map must have slots. */
+static inline size_t lh_keymap_probe(const lh_keymap *m, int64_t key, size_t home) {
+  size_t i = home;
+  while (lh_keymap_val(m, i) != LH_NIL && lh_keymap_key(m, i) != key) i = (i + 1) & m->mask;
+  return i;
+}
+
+/* lh_keymap_probe from key's home slot. The map must have slots. */
+static inline size_t lh_keymap_find(const lh_keymap *m, int64_t key) {
+  return lh_keymap_probe(m, key, lh_keymap_home(m, key));
 }
 
 /* The value of key, or LH_NIL. */
 static inline uint32_t lh_keymap_get(const lh_keymap *m, int64_t key) {
-  if (m->entries == NULL) return LH_NIL;
-  for (size_t i = lh_keymap_slot(m, key);; i = (i + 1) & m->mask) {
-    const lh_keymap_entry *e = &m->entries[i];
-    if (e->val == LH_NIL) return LH_NIL;
-    if (e->key == key) return e->val;
-  }
+  return m->slots == NULL ? LH_NIL : lh_keymap_val(m, lh_keymap_find(m, key));
 }
 
-/* Hints the CPU to load key's first probe entry. */
+/* Hints the CPU to load the slot key's probe starts at. */
 static inline void lh_keymap_prefetch(const lh_keymap *m, int64_t key) {
 #if defined(__GNUC__)
-  if (m->entries != NULL) __builtin_prefetch(&m->entries[lh_keymap_slot(m, key)], 0, 3);
+  if (m->slots != NULL) __builtin_prefetch(lh_keymap_slot_addr(m, lh_keymap_home(m, key)), 0, 3);
 #else
   (void)m;
   (void)key;
 #endif
 }
 
-/* Ensures room for `extra` more keys without growing later: 0, or -1 on allocation failure
- * (the map is unchanged). */
+/* ---- changes ---- */
+
+/* Ensures room for `extra` more keys without growing later: 0, or -1 on allocation failure or a
+ * size that cannot be represented (the map is unchanged). */
 int lh_keymap_reserve(lh_keymap *m, size_t extra);
+
+/* Sets key -> val (val != LH_NIL) in slot i, the empty slot lh_keymap_find (or _probe) returned
+ * for key, with room reserved and no key moved since. Cannot fail. */
+static inline void lh_keymap_put_at(lh_keymap *m, size_t i, int64_t key, uint32_t val) {
+  memcpy(m->slots + i * LH_KEYMAP_SLOT, &key, sizeof key);
+  lh_keymap_set_val(m, i, val);
+  m->count++;
+}
 
 /* Sets key -> val (val != LH_NIL). The key must be absent and room reserved. Cannot fail. */
 void lh_keymap_put(lh_keymap *m, int64_t key, uint32_t val);
 
+/* Sets key -> val (val != LH_NIL), replacing the value of a key already present. Room for one
+ * more key must be reserved. Cannot fail. */
+void lh_keymap_set(lh_keymap *m, int64_t key, uint32_t val);
+
 /* Removes key if present. Cannot fail. */
 void lh_keymap_del(lh_keymap *m, int64_t key);
+
+/* Empties occupied slot i (for scans over the slots). Later keys of its probe run may each move
+ * back to a slot from i up to their old one (cyclically); no other key moves. Cannot fail. */
+void lh_keymap_del_at(lh_keymap *m, size_t i);
+
+/* Removes every key and keeps the slots (the capacity is unchanged). Cannot fail. */
+void lh_keymap_clear(lh_keymap *m);
+
+/* The most keys the current slots hold at max_load_percent (0 before the first reserve): a map
+ * reserved for at most this many keys is no larger than this one. */
+size_t lh_keymap_room(const lh_keymap *m);
 
 /* Bytes allocated. */
 size_t lh_keymap_memory(const lh_keymap *m);
 
+/* Releases the slots: the map is empty, as after zero-initialisation (keeps max_load_percent). */
 void lh_keymap_free(lh_keymap *m);
 
 #endif

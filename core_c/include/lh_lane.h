@@ -15,7 +15,7 @@
  * Optional fixed TTL: a block is alive iff now - last_access < ttl_ns; every access refreshes;
  * expired blocks truncate like cold ones and are reclaimed at compaction.
  *
- * State: a bucketed open-addressing map key -> position and a rank structure over positions
+ * State: an open-addressing map key -> position (lh_keymap.h) and a rank structure over positions
  * (bitset + Fenwick tree over 512-position superblocks). Stale positions are compacted away so
  * the position space stays O(live keys). No function prints, aborts or exits.
  */
@@ -32,9 +32,10 @@ typedef struct lh_lane lh_lane;
 #define LH_CUT_COLD 1    /* the first missing block was never seen (or was forgotten) */
 #define LH_CUT_EXPIRED 2 /* the first missing block was seen before but its TTL had run out */
 
-/* Lane options (bit flags). */
-#define LH_LANE_KEEP_EXPIRED 1u /* remember expired keys (no reclaim) so cuts are told apart
-                                   exactly; costs memory for every key ever seen */
+/* Lane options (bit flags).
+ * LH_LANE_KEEP_EXPIRED: remember expired keys (no reclaim) so cuts are told apart exactly; costs
+ * memory for every key ever seen. */
+#define LH_LANE_KEEP_EXPIRED 1u
 
 typedef struct lh_lane_stats {
   uint64_t unique_blocks;  /* alive tracked blocks (expired ones excluded) */
@@ -59,20 +60,20 @@ void lh_lane_destroy(lh_lane *lane);
 /* Forgets every key and statistic, as if the lane were new (keeps ttl and flags). Cannot fail. */
 void lh_lane_reset(lh_lane *lane);
 
-/* Processes n_req requests in order. Request r has keys[offsets[r] .. offsets[r+1]) and the
- * timestamp timestamps[r] (ignored when ttl_ns == 0; may be NULL then).
+/* Processes n_req requests in order. Request r has keys[offsets[r] .. offsets[r+1]) of the n_keys
+ * keys (0 <= offsets[r] <= offsets[r+1] <= n_keys; offsets[0] may be above 0) and the timestamp
+ * timestamps[r] (ignored when ttl_ns == 0; may be NULL then).
  * Outputs, all caller-owned:
- *   segs         room for 2 * (offsets[n_req] - offsets[0]) int64 (a curve never has more
- *                segments than its request has blocks)
+ *   segs         room for 2 * (n_keys - offsets[0]) int64 (a curve never has more segments than
+ *                its request has blocks)
  *   seg_offsets  n_req + 1 entries; request r's curve is pairs seg_offsets[r] .. seg_offsets[r+1]
  *   cuts         n_req entries of LH_CUT_* (may be NULL)
  * Returns LH_OK with *n_done = n_req, or an error with *n_done = the index of the failing
  * request: requests before it are committed and their outputs written, the failing request
  * changed nothing. */
-int lh_lane_process_batch(lh_lane *lane, const int64_t *keys, const int64_t *offsets,
-                          const int64_t *timestamps, size_t n_req, int64_t *segs,
-                          int64_t *seg_offsets, uint8_t *cuts, size_t *n_done, char *err,
-                          size_t errlen);
+int lh_lane_process_batch(lh_lane *lane, const int64_t *keys, size_t n_keys, const int64_t *offsets,
+                          const int64_t *timestamps, size_t n_req, int64_t *segs, int64_t *seg_offsets, uint8_t *cuts,
+                          size_t *n_done, char *err, size_t errlen);
 
 /* Advances the TTL clock to now_ns without a request (expires blocks). No-op without TTL. */
 void lh_lane_advance_time(lh_lane *lane, int64_t now_ns);

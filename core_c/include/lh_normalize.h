@@ -22,9 +22,8 @@
  * On success *out_n and *out_len are set and LH_OK is returned. On failure (LH_EINVAL, or
  * LH_ERANGE when a derived length overflows) the message is the original tool's
  * "NormalizeRequest ..." text and the outputs are unspecified. */
-int lh_normalize(const int64_t *keys, size_t n_keys, int64_t input_len, int64_t block_size,
-                 int64_t trace_block_size, int prefix_hash, int64_t *out_keys, size_t *out_n,
-                 int64_t *out_len, char *err, size_t errlen);
+int lh_normalize(const int64_t *keys, size_t n_keys, int64_t input_len, int64_t block_size, int64_t trace_block_size,
+                 int prefix_hash, int64_t *out_keys, size_t *out_n, int64_t *out_len, char *err, size_t errlen);
 
 /* Normalizes many requests stored flat: request r has keys[offsets[r] .. offsets[r+1]) and
  * length input_lens[r]. With rows != NULL only requests rows[0..n) are taken, in that order
@@ -33,9 +32,8 @@ int lh_normalize(const int64_t *keys, size_t n_keys, int64_t input_len, int64_t 
  * entries (out_offsets[0] = 0), out_lens with n entries.
  * On failure *n_done is the index (within the selection) of the failing request, the
  * requests before it are written, and the message names the reason. On success *n_done = n. */
-int lh_normalize_batch(const int64_t *keys, const int64_t *offsets, const int64_t *input_lens,
-                       const int64_t *rows, size_t n, int64_t block_size, int64_t trace_block_size,
-                       int prefix_hash, int64_t *out_keys, int64_t *out_offsets, int64_t *out_lens,
-                       size_t *n_done, char *err, size_t errlen);
+int lh_normalize_batch(const int64_t *keys, const int64_t *offsets, const int64_t *input_lens, const int64_t *rows,
+                       size_t n, int64_t block_size, int64_t trace_block_size, int prefix_hash, int64_t *out_keys,
+                       int64_t *out_offsets, int64_t *out_lens, size_t *n_done, char *err, size_t errlen);
 
 #endif

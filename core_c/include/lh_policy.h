@@ -52,8 +52,8 @@
 #define LH_SIM_MISS_EVIDENCE 2    /* remember every evicted key's latest eviction time (misses) */
 
 /* Outcome of a request in lh_sim_process_batch_misses */
-#define LH_SIM_FULL_HIT 0 /* hits == keys (also a request without keys): nothing missed */
-#define LH_SIM_MISS_EVICTED 1 /* the first uncached block was evicted earlier */
+#define LH_SIM_FULL_HIT 0      /* hits == keys (also a request without keys): nothing missed */
+#define LH_SIM_MISS_EVICTED 1  /* the first uncached block was evicted earlier */
 #define LH_SIM_MISS_NO_MATCH 2 /* the first uncached block was never evicted by this simulator */
 
 typedef struct lh_sim lh_sim;
@@ -69,22 +69,22 @@ typedef struct lh_wa_params {
 } lh_wa_params;
 
 typedef struct lh_sim_stats {
-  uint64_t requests;    /* requests processed */
-  uint64_t accesses;    /* block accesses (commit positions) */
-  uint64_t hit_blocks;  /* sum of the requests' prefix hits */
-  uint64_t inserts;     /* keys inserted */
-  uint64_t evictions;   /* keys evicted */
-  uint64_t resident;    /* keys resident now */
+  uint64_t requests;   /* requests processed */
+  uint64_t accesses;   /* block accesses (commit positions) */
+  uint64_t hit_blocks; /* sum of the requests' prefix hits */
+  uint64_t inserts;    /* keys inserted */
+  uint64_t evictions;  /* keys evicted */
+  uint64_t resident;   /* keys resident now */
   uint64_t memory_bytes;
   /* WA only (zero otherwise) */
-  double wa_life_s;     /* the horizon in use, or the one the first fit would fix (0: no data) */
-  uint64_t wa_fits;     /* fits performed */
+  double wa_life_s;       /* the horizon in use, or the one the first fit would fix (0: no data) */
+  uint64_t wa_fits;       /* fits performed */
   uint64_t wa_categories; /* category slots seen (highest category + 1) */
-  double wa_rate_all;   /* the all-categories rate per second, 0 = none yet */
+  double wa_rate_all;     /* the all-categories rate per second, 0 = none yet */
   /* peak eviction rate: the most evictions whose times fall in one aligned second
    * floor(time_ns / 1e9) (always kept; 0 and 0 before the first eviction) */
   uint64_t peak_evictions_per_s;
-  int64_t peak_second;  /* that second (the first one reaching the peak), in seconds */
+  int64_t peak_second;   /* that second (the first one reaching the peak), in seconds */
   uint64_t evicted_keys; /* LH_SIM_MISS_EVIDENCE: distinct keys ever evicted (else 0) */
 } lh_sim_stats;
 
@@ -94,22 +94,23 @@ typedef struct lh_sim_stats {
  * lh_sim_process_batch_misses can tell evicted from never-seen misses), or 0.
  * On success *out owns the simulator; release it with lh_sim_destroy. LH_EINVAL for an unknown
  * policy, bad WA parameters or unknown flags, LH_ENOMEM. */
-int lh_sim_create(lh_sim **out, int policy, uint64_t capacity_blocks, const lh_wa_params *wa, int flags,
-                  char *err, size_t errlen);
+int lh_sim_create(lh_sim **out, int policy, uint64_t capacity_blocks, const lh_wa_params *wa, int flags, char *err,
+                  size_t errlen);
 
 /* Releases a simulator and all its memory. NULL is a no-op. */
 void lh_sim_destroy(lh_sim *sim);
 
-/* Processes n_req requests in order: request r has keys[offsets[r] .. offsets[r+1]), the
- * timestamp timestamps[r] (ns, never below the previous request's, across batches too) and the
- * category categories[r] (0 .. LH_SIM_MAX_CATEGORIES - 1). Writes hits[r] (caller-owned, n_req
- * entries). Returns LH_OK with *n_done = n_req, or an error with *n_done = the index of the
- * failing request: requests before it are committed and their hits written; the failing
- * request changed nothing (LH_EINVAL for a decreasing timestamp or a bad category, LH_ENOMEM,
- * LH_ERANGE when more than 2^32 - 2 keys would be tracked). */
-int lh_sim_process_batch(lh_sim *sim, const int64_t *keys, const int64_t *offsets,
-                         const int64_t *timestamps, const int32_t *categories, size_t n_req,
-                         int64_t *hits, size_t *n_done, char *err, size_t errlen);
+/* Processes n_req requests in order: request r has keys[offsets[r] .. offsets[r+1]) of the n_keys
+ * keys (0 <= offsets[r] <= offsets[r+1] <= n_keys), the timestamp timestamps[r] (ns, never below
+ * the previous request's, across batches too) and the category categories[r] (0 ..
+ * LH_SIM_MAX_CATEGORIES - 1). Writes hits[r] (caller-owned, n_req entries). Returns LH_OK with
+ * *n_done = n_req, or an error with *n_done = the index of the failing request: requests before
+ * it are committed and their hits written; the failing request changed nothing (LH_EINVAL for
+ * bad offsets, a decreasing timestamp or a bad category, LH_ENOMEM, LH_ERANGE when more than
+ * 2^32 - 2 keys would be tracked). */
+int lh_sim_process_batch(lh_sim *sim, const int64_t *keys, size_t n_keys, const int64_t *offsets,
+                         const int64_t *timestamps, const int32_t *categories, size_t n_req, int64_t *hits,
+                         size_t *n_done, char *err, size_t errlen);
 
 /* lh_sim_process_batch (same arguments, effects and failures), plus each request's miss
  * evidence in caller-owned arrays of n_req entries: outcome[r] = LH_SIM_FULL_HIT, or
@@ -120,10 +121,10 @@ int lh_sim_process_batch(lh_sim *sim, const int64_t *keys, const int64_t *offset
  * the requests before a failing one are written. LH_EINVAL (nothing processed) unless the
  * simulator was created with LH_SIM_MISS_EVIDENCE; LH_ERANGE when more than 2^32 - 2 distinct
  * keys would have been evicted. */
-int lh_sim_process_batch_misses(lh_sim *sim, const int64_t *keys, const int64_t *offsets,
-                                const int64_t *timestamps, const int32_t *categories, size_t n_req,
-                                int64_t *hits, int32_t *outcome, int64_t *miss_key, int64_t *evicted_at,
-                                size_t *n_done, char *err, size_t errlen);
+int lh_sim_process_batch_misses(lh_sim *sim, const int64_t *keys, size_t n_keys, const int64_t *offsets,
+                                const int64_t *timestamps, const int32_t *categories, size_t n_req, int64_t *hits,
+                                int32_t *outcome, int64_t *miss_key, int64_t *evicted_at, size_t *n_done, char *err,
+                                size_t errlen);
 
 /* The evictions of the last process call (empty without LH_SIM_RECORD_EVICTIONS): victim
  * keys and, for each, the index (within that batch) of the request whose commit evicted it.

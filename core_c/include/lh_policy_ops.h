@@ -30,8 +30,8 @@ typedef struct lh_slot {
 
 /* What the policy sees of the request being committed. */
 typedef struct lh_access {
-  int64_t now; /* the request's timestamp */
-  int32_t cat; /* its category */
+  int64_t now;    /* the request's timestamp */
+  int32_t cat;    /* its category */
   int32_t offset; /* the position being committed */
 } lh_access;
 
@@ -121,7 +121,6 @@ static inline void lh_list_unlink(lh_slot_list *l, lh_slot *slots, uint32_t s) {
 
 /* Walks a list and checks links, length and strictly increasing `seq` (or insertion order when
  * by_seq == 0: only links and length). */
-int lh_list_check(const lh_slot_list *l, const lh_slot *slots, int by_seq, const char *what, char *err,
-                  size_t errlen);
+int lh_list_check(const lh_slot_list *l, const lh_slot *slots, int by_seq, const char *what, char *err, size_t errlen);
 
 #endif

@@ -36,19 +36,19 @@ typedef struct lh_profile lh_profile;
  * key in order of first access. */
 typedef struct lh_profile_view {
   size_t n_keys;
-  const int64_t *first_ns;   /* n_keys: time of the first request containing the key */
-  const int64_t *last_ns;    /* n_keys: time of the latest request containing the key */
-  const int32_t *first_cat;  /* n_keys: category of that first request */
-  const uint8_t *shared;     /* n_keys: 1 when two or more requests contained the key */
-  const uint32_t *reuses;    /* n_keys: reuses of the key, every category */
+  const int64_t *first_ns;  /* n_keys: time of the first request containing the key */
+  const int64_t *last_ns;   /* n_keys: time of the latest request containing the key */
+  const int32_t *first_cat; /* n_keys: category of that first request */
+  const uint8_t *shared;    /* n_keys: 1 when two or more requests contained the key */
+  const uint32_t *reuses;   /* n_keys: reuses of the key, every category */
   size_t n_thresholds;
   const int64_t *threshold_slope; /* n_thresholds: the difference array of hits by threshold */
   size_t n_windows;
-  const int64_t *window;      /* n_windows, ascending: floor(time / window_ns) */
-  const int64_t *window_keys; /* n_windows: distinct keys accessed in that window */
-  size_t n_categories;        /* categories 0 .. n_categories - 1 may have reuses */
-  int32_t base_category;      /* the first category that reused (-1: no reuse yet) */
-  size_t n_base;              /* 0 while only the base category has reused */
+  const int64_t *window;       /* n_windows, ascending: floor(time / window_ns) */
+  const int64_t *window_keys;  /* n_windows: distinct keys accessed in that window */
+  size_t n_categories;         /* categories 0 .. n_categories - 1 may have reuses */
+  int32_t base_category;       /* the first category that reused (-1: no reuse yet) */
+  size_t n_base;               /* 0 while only the base category has reused */
   const uint32_t *base_reuses; /* n_base: the keys' reuse counts when a second category first reused */
 } lh_profile_view;
 
@@ -81,15 +81,17 @@ void lh_profile_destroy(lh_profile *p);
 void lh_profile_reset(lh_profile *p);
 
 /* Records n_req requests the lane has just processed, in order. Request r has keys[offsets[r] ..
- * offsets[r+1]), the timestamp timestamps[r] (never below the previous request's), the category
- * categories[r] (>= 0) and the curve the lane wrote for it: pairs seg_offsets[r] ..
- * seg_offsets[r+1] of segs (well formed, covering at most the request's blocks).
+ * offsets[r+1]) of the n_keys keys (0 <= offsets[r] <= offsets[r+1] <= n_keys), the timestamp
+ * timestamps[r] (never below the previous request's), the category categories[r] (>= 0) and the
+ * curve the lane wrote for it: pairs seg_offsets[r] .. seg_offsets[r+1] of the n_segs pairs of
+ * segs (offsets under the same rule; well formed, covering at most the request's blocks).
  * hits (caller-owned, n_req entries) receives each request's infinite-capacity hit blocks.
  * Returns LH_OK with *n_done = n_req, or an error with *n_done = the index of the failing
  * request: requests before it are recorded, the failing one changed nothing. */
-int lh_profile_record_batch(lh_profile *p, const int64_t *keys, const int64_t *offsets, const int64_t *timestamps,
-                            const int32_t *categories, size_t n_req, const int64_t *segs,
-                            const int64_t *seg_offsets, int64_t *hits, size_t *n_done, char *err, size_t errlen);
+int lh_profile_record_batch(lh_profile *p, const int64_t *keys, size_t n_keys, const int64_t *offsets,
+                            const int64_t *timestamps, const int32_t *categories, size_t n_req, const int64_t *segs,
+                            size_t n_segs, const int64_t *seg_offsets, int64_t *hits, size_t *n_done, char *err,
+                            size_t errlen);
 
 /* Fills *view with the recorder's arrays. Cannot fail. */
 void lh_profile_get_view(const lh_profile *p, lh_profile_view *view);

@@ -19,14 +19,12 @@ uint64_t lh_project_blocks(const int64_t *segs, size_t n_segs, uint64_t capacity
 uint64_t lh_project_infinite(const int64_t *segs, size_t n_segs);
 
 /* Hit blocks at capacity_bytes for blocks of block_bytes (> 0; 0 hits when block_bytes == 0). */
-uint64_t lh_project_bytes(const int64_t *segs, size_t n_segs, uint64_t capacity_bytes,
-                          uint64_t block_bytes);
+uint64_t lh_project_bytes(const int64_t *segs, size_t n_segs, uint64_t capacity_bytes, uint64_t block_bytes);
 
 /* Many curves at many block capacities: curve r is pairs seg_offsets[r] .. seg_offsets[r+1] of
  * segs; capacity s is capacity_blocks[s], or infinite when infinite[s] != 0 (infinite may be
  * NULL). Writes hits[r * n_caps + s] (caller-owned, n_req * n_caps). Cannot fail. */
-void lh_project_batch(const int64_t *segs, const int64_t *seg_offsets, size_t n_req,
-                      const uint64_t *capacity_blocks, const uint8_t *infinite, size_t n_caps,
-                      uint64_t *hits);
+void lh_project_batch(const int64_t *segs, const int64_t *seg_offsets, size_t n_req, const uint64_t *capacity_blocks,
+                      const uint8_t *infinite, size_t n_caps, uint64_t *hits);
 
 #endif

@@ -29,9 +29,9 @@
  * Returns LH_OK, LH_EINVAL for an unknown slot kind (nothing added), or LH_ENOMEM for very many
  * slots. */
 int lh_query_chunk(const lh_facts_table *table, size_t row_lo, const uint64_t *slot_value, const uint8_t *slot_kind,
-                   size_t n_slots, const int32_t *group, uint64_t *sum_blocks, uint64_t *sum_tokens,
-                   uint64_t *requests, uint64_t *input_tokens, char *out, size_t cap, size_t *written,
-                   size_t *rows_done, char *err, size_t errlen);
+                   size_t n_slots, const int32_t *group, uint64_t *sum_blocks, uint64_t *sum_tokens, uint64_t *requests,
+                   uint64_t *input_tokens, char *out, size_t cap, size_t *written, size_t *rows_done, char *err,
+                   size_t errlen);
 
 /* Upper bound of the JSONL bytes of one row (so a buffer of that size always makes progress). */
 size_t lh_query_row_bound(const lh_facts_table *table, size_t row, size_t n_slots);

@@ -63,7 +63,7 @@ void lh_scan_destroy(lh_scan *scan);
  * format is an LH_FMT_* code of the format table.
  * Returns LH_OK, LH_EPARSE (malformed row; see result->error_line), LH_EINVAL (bad format or
  * block size) or LH_ENOMEM. result is filled in every case. */
-int lh_scan_chunk(lh_scan *scan, int format, const char *buf, size_t len, int64_t first_line,
-                  int64_t trace_block_size, lh_scan_result *result, char *err, size_t errlen);
+int lh_scan_chunk(lh_scan *scan, int format, const char *buf, size_t len, int64_t first_line, int64_t trace_block_size,
+                  lh_scan_result *result, char *err, size_t errlen);
 
 #endif

@@ -5,114 +5,11 @@
 #include <string.h>
 
 #include "lh_common.h"
+#include "lh_hash.h"
+#include "lh_keymap.h"
 
 #define FILTER_HASHES 3
-
-static uint64_t mix64(uint64_t x) {
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ULL;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebULL;
-  x ^= x >> 31;
-  return x;
-}
-
-/* A compact open-addressing map from int64 digests to uint32 batches (0 = empty slot): keys and
- * values in separate arrays (12 bytes a slot), linear probing, at most 90 % full, deletion by
- * backward shift (no tombstones). Growth only in table_reserve. */
-typedef struct table {
-  int64_t *keys;
-  uint32_t *vals; /* 0: the slot is empty */
-  size_t mask;    /* capacity - 1 (capacity a power of two), 0 before the first reserve */
-  size_t count;
-} table;
-
-static size_t table_home(const table *t, int64_t key) { return (size_t)mix64((uint64_t)key) & t->mask; }
-
-static size_t table_limit(size_t cap) { return cap / 10 * 9 + cap % 10 * 9 / 10; }
-
-static uint32_t table_get(const table *t, int64_t key) {
-  if (t->vals == NULL) return 0;
-  for (size_t i = table_home(t, key);; i = (i + 1) & t->mask) {
-    if (t->vals[i] == 0) return 0;
-    if (t->keys[i] == key) return t->vals[i];
-  }
-}
-
-/* Sets key -> val (val != 0) whether or not key is present; room must be reserved. */
-static void table_set(table *t, int64_t key, uint32_t val) {
-  size_t i = table_home(t, key);
-  while (t->vals[i] != 0 && t->keys[i] != key) i = (i + 1) & t->mask;
-  if (t->vals[i] == 0) {
-    t->keys[i] = key;
-    t->count++;
-  }
-  t->vals[i] = val;
-}
-
-/* Empties slot i and shifts later entries of its probe run back into the hole. */
-static void table_del_at(table *t, size_t i) {
-  size_t hole = i;
-  for (size_t j = (i + 1) & t->mask; t->vals[j] != 0; j = (j + 1) & t->mask) {
-    size_t home = table_home(t, t->keys[j]);
-    int movable = hole <= j ? (home <= hole || home > j) : (home <= hole && home > j);
-    if (movable) {
-      t->keys[hole] = t->keys[j];
-      t->vals[hole] = t->vals[j];
-      hole = j;
-    }
-  }
-  t->vals[hole] = 0;
-  t->count--;
-}
-
-static void table_del(table *t, int64_t key) {
-  if (t->vals == NULL) return;
-  size_t i = table_home(t, key);
-  while (t->vals[i] != 0 && t->keys[i] != key) i = (i + 1) & t->mask;
-  if (t->vals[i] != 0) table_del_at(t, i);
-}
-
-/* Room for `extra` more keys: 0, or -1 on allocation failure (the table unchanged). */
-static int table_reserve(table *t, size_t extra) {
-  size_t cap = t->vals == NULL ? 0 : t->mask + 1;
-  if (extra > SIZE_MAX - t->count) return -1;
-  size_t need = t->count + extra;
-  if (need <= table_limit(cap)) return 0;
-  size_t new_cap = cap == 0 ? 64 : cap;
-  while (need > table_limit(new_cap)) {
-    if (new_cap > SIZE_MAX / 2 / (sizeof(int64_t) + sizeof(uint32_t))) return -1;
-    new_cap *= 2;
-  }
-  int64_t *keys = malloc(new_cap * sizeof *keys);
-  uint32_t *vals = calloc(new_cap, sizeof *vals);
-  if (keys == NULL || vals == NULL) {
-    free(keys);
-    free(vals);
-    return -1;
-  }
-  table old = *t;
-  t->keys = keys;
-  t->vals = vals;
-  t->mask = new_cap - 1;
-  t->count = 0;
-  for (size_t i = 0; i < cap; i++) {
-    if (old.vals[i] != 0) table_set(t, old.keys[i], old.vals[i]);
-  }
-  free(old.keys);
-  free(old.vals);
-  return 0;
-}
-
-static size_t table_memory(const table *t) {
-  return t->vals == NULL ? 0 : (t->mask + 1) * (sizeof(int64_t) + sizeof(uint32_t));
-}
-
-static void table_free(table *t) {
-  free(t->keys);
-  free(t->vals);
-  memset(t, 0, sizeof *t);
-}
+#define EVIDENCE_LOAD_PERCENT 90 /* both maps: 12-byte slots at most 90 % full (the memory target) */
 
 typedef struct ring_slot {
   uint64_t bucket;      /* the bucket this slot holds, or UINT64_MAX when it holds none */
@@ -120,8 +17,8 @@ typedef struct ring_slot {
 } ring_slot;
 
 struct lh_evidence {
-  table resident; /* digest -> batch that stored it */
-  table evidence; /* digest -> batch of its latest retained removal */
+  lh_keymap resident; /* digest -> batch that stored it */
+  lh_keymap evidence; /* digest -> batch of its latest retained removal */
   ring_slot *ring;
   uint32_t ring_buckets;
   uint64_t bucket;        /* the current bucket */
@@ -143,8 +40,8 @@ struct lh_evidence {
 
 /* Bloom filter probes by double hashing: h1 + i * h2 (h2 odd, so the probes differ). */
 static void filter_probes(const lh_evidence *ev, int64_t digest, uint64_t probes[FILTER_HASHES]) {
-  uint64_t h1 = mix64((uint64_t)digest ^ 0x9e3779b97f4a7c15ULL);
-  uint64_t h2 = mix64(h1 ^ 0xd6e8feb86659fd93ULL) | 1u;
+  uint64_t h1 = lh_mix64((uint64_t)digest ^ 0x9e3779b97f4a7c15ULL);
+  uint64_t h2 = lh_mix64(h1 ^ 0xd6e8feb86659fd93ULL) | 1u;
   uint64_t mask = (ev->filter_log2 >= 64 ? UINT64_MAX : (UINT64_C(1) << ev->filter_log2) - 1);
   for (int i = 0; i < FILTER_HASHES; i++) probes[i] = (h1 + (uint64_t)i * h2) & mask;
 }
@@ -191,8 +88,8 @@ static int filter_has(const lh_evidence *ev, int64_t digest) {
   return bits_have(ev->filter, probes) || (ev->previous != NULL && bits_have(ev->previous, probes));
 }
 
-int lh_evidence_create(lh_evidence **out, uint32_t ring_buckets, uint32_t filter_log2_bits,
-                       uint64_t filter_generation, char *err, size_t errlen) {
+int lh_evidence_create(lh_evidence **out, uint32_t ring_buckets, uint32_t filter_log2_bits, uint64_t filter_generation,
+                       char *err, size_t errlen) {
   if (out == NULL) return lh_fail(err, errlen, LH_EINVAL, "out must not be NULL");
   if (ring_buckets == 0 || ring_buckets > (1u << 24)) {
     return lh_fail(err, errlen, LH_EINVAL, "ring_buckets must be in [1, 16777216], got %u", ring_buckets);
@@ -207,7 +104,8 @@ int lh_evidence_create(lh_evidence **out, uint32_t ring_buckets, uint32_t filter
     ev->filter = calloc((size_t)1 << (filter_log2_bits - 6), sizeof *ev->filter);
     if (filter_generation != 0) ev->previous = calloc((size_t)1 << (filter_log2_bits - 6), sizeof *ev->previous);
   }
-  if (ev->ring == NULL || (filter_log2_bits != 0 && (ev->filter == NULL || (filter_generation != 0 && ev->previous == NULL)))) {
+  if (ev->ring == NULL ||
+      (filter_log2_bits != 0 && (ev->filter == NULL || (filter_generation != 0 && ev->previous == NULL)))) {
     free(ev->ring);
     free(ev->filter);
     free(ev->previous);
@@ -215,6 +113,8 @@ int lh_evidence_create(lh_evidence **out, uint32_t ring_buckets, uint32_t filter
     return lh_fail(err, errlen, LH_ENOMEM, "out of memory creating the evidence set");
   }
   for (uint32_t i = 0; i < ring_buckets; i++) ev->ring[i].bucket = UINT64_MAX;
+  ev->resident.max_load_percent = EVIDENCE_LOAD_PERCENT;
+  ev->evidence.max_load_percent = EVIDENCE_LOAD_PERCENT;
   ev->ring_buckets = ring_buckets;
   ev->filter_log2 = filter_log2_bits;
   ev->generation = filter_generation;
@@ -224,8 +124,8 @@ int lh_evidence_create(lh_evidence **out, uint32_t ring_buckets, uint32_t filter
 
 void lh_evidence_destroy(lh_evidence *ev) {
   if (ev == NULL) return;
-  table_free(&ev->resident);
-  table_free(&ev->evidence);
+  lh_keymap_free(&ev->resident);
+  lh_keymap_free(&ev->evidence);
   free(ev->ring);
   free(ev->filter);
   free(ev->previous);
@@ -241,18 +141,19 @@ void lh_evidence_destroy(lh_evidence *ev) {
  * the probe run back into the emptied slot, which is examined again; entries only ever move
  * into slots the pass has not finished, so none is skipped, and one examined twice is harmless. */
 static void sweep(lh_evidence *ev, size_t budget) {
-  table *t = &ev->evidence;
-  if (t->vals == NULL) {
+  lh_keymap *t = &ev->evidence;
+  if (t->slots == NULL) {
     ev->sweep_left = 0;
     return;
   }
   while (ev->sweep_left > 0 && budget > 0) {
     size_t i = ev->sweep_at;
     budget--;
-    if (t->vals[i] != 0 && t->vals[i] < ev->expired_below) {
-      filter_add(ev, t->keys[i]);
+    uint32_t b = lh_keymap_val(t, i);
+    if (b != LH_NIL && b < ev->expired_below) {
+      filter_add(ev, lh_keymap_key(t, i));
       ev->expired++;
-      table_del_at(t, i);
+      lh_keymap_del_at(t, i);
       continue;
     }
     ev->sweep_at = (i + 1) & t->mask;
@@ -274,13 +175,13 @@ void lh_evidence_advance(lh_evidence *ev, uint64_t bucket) {
   }
   if (threshold > ev->expired_below) { /* a new pass over the whole table */
     ev->expired_below = threshold;
-    ev->sweep_left = ev->evidence.vals == NULL ? 0 : ev->evidence.mask + 1;
+    ev->sweep_left = lh_keymap_capacity(&ev->evidence);
   }
   sweep(ev, SWEEP_SLOTS);
 }
 
-int lh_evidence_apply(lh_evidence *ev, uint32_t batch, const uint8_t *kinds, const int64_t *offsets,
-                      size_t n_events, const int64_t *digests, char *err, size_t errlen) {
+int lh_evidence_apply(lh_evidence *ev, uint32_t batch, const uint8_t *kinds, const int64_t *offsets, size_t n_events,
+                      const int64_t *digests, char *err, size_t errlen) {
   if (batch <= ev->last_batch || batch > LH_EVIDENCE_MAX_BATCH) {
     return lh_fail(err, errlen, LH_EINVAL, "batch %u must be in (%u, %u]", batch, ev->last_batch,
                    LH_EVIDENCE_MAX_BATCH);
@@ -310,7 +211,7 @@ int lh_evidence_apply(lh_evidence *ev, uint32_t batch, const uint8_t *kinds, con
    * one (resident now or stored by this batch). */
   size_t may_remove = removed + (clears ? ev->resident.count + stored : 0);
   size_t evidence_mask = ev->evidence.mask;
-  if (table_reserve(&ev->resident, stored) != 0 || table_reserve(&ev->evidence, may_remove) != 0) {
+  if (lh_keymap_reserve(&ev->resident, stored) != 0 || lh_keymap_reserve(&ev->evidence, may_remove) != 0) {
     return lh_fail(err, errlen, LH_ENOMEM, "out of memory applying batch %u", batch);
   }
   if (ev->evidence.mask != evidence_mask && ev->sweep_left > 0) { /* rehashed mid-pass: start over */
@@ -327,42 +228,39 @@ int lh_evidence_apply(lh_evidence *ev, uint32_t batch, const uint8_t *kinds, con
     const int64_t *d = digests + offsets[i];
     size_t n = (size_t)(offsets[i + 1] - offsets[i]);
     if (kinds[i] == 0) {
-      for (size_t j = 0; j < n; j++) table_set(&ev->resident, d[j], batch);
+      for (size_t j = 0; j < n; j++) lh_keymap_set(&ev->resident, d[j], batch);
     } else if (kinds[i] == 1) {
       for (size_t j = 0; j < n; j++) {
-        table_del(&ev->resident, d[j]);
-        table_set(&ev->evidence, d[j], batch);
+        lh_keymap_del(&ev->resident, d[j]);
+        lh_keymap_set(&ev->evidence, d[j], batch);
       }
     } else {
-      table *r = &ev->resident;
-      for (size_t k = 0; r->vals != NULL && k <= r->mask; k++) {
-        if (r->vals[k] == 0) continue;
-        table_set(&ev->evidence, r->keys[k], batch);
-        r->vals[k] = 0;
+      const lh_keymap *r = &ev->resident;
+      for (size_t k = 0; k < lh_keymap_capacity(r); k++) {
+        if (lh_keymap_val(r, k) != LH_NIL) lh_keymap_set(&ev->evidence, lh_keymap_key(r, k), batch);
       }
-      r->count = 0;
+      lh_keymap_clear(&ev->resident);
     }
   }
   sweep(ev, SWEEP_SLOTS);
   return LH_OK;
 }
 
-void lh_evidence_lookup(const lh_evidence *ev, const int64_t *digests, size_t n, uint8_t *kinds,
-                        uint32_t *batches) {
+void lh_evidence_lookup(const lh_evidence *ev, const int64_t *digests, size_t n, uint8_t *kinds, uint32_t *batches) {
   for (size_t i = 0; i < n; i++) {
-    uint32_t b = table_get(&ev->resident, digests[i]);
-    if (b != 0) {
+    uint32_t b = lh_keymap_get(&ev->resident, digests[i]);
+    if (b != LH_NIL) {
       kinds[i] = LH_EVIDENCE_RESIDENT;
       batches[i] = b;
       continue;
     }
-    b = table_get(&ev->evidence, digests[i]);
-    if (b != 0 && b < ev->expired_below) { /* expired, not swept out yet: as good as in the filter */
+    b = lh_keymap_get(&ev->evidence, digests[i]);
+    if (b != LH_NIL && b < ev->expired_below) { /* expired, not swept out yet: as good as in the filter */
       kinds[i] = ev->filter != NULL ? LH_EVIDENCE_AGED : LH_EVIDENCE_ABSENT;
       batches[i] = 0;
       continue;
     }
-    if (b != 0) {
+    if (b != LH_NIL) {
       kinds[i] = LH_EVIDENCE_REMOVED;
       batches[i] = b;
       continue;
@@ -373,12 +271,12 @@ void lh_evidence_lookup(const lh_evidence *ev, const int64_t *digests, size_t n,
 }
 
 void lh_evidence_forget(lh_evidence *ev) {
-  table *tables[2] = {&ev->resident, &ev->evidence};
+  lh_keymap *maps[2] = {&ev->resident, &ev->evidence};
   for (int m = 0; m < 2; m++) {
-    for (size_t k = 0; tables[m]->vals != NULL && k <= tables[m]->mask; k++) {
-      if (tables[m]->vals[k] != 0) filter_add(ev, tables[m]->keys[k]);
+    for (size_t k = 0; k < lh_keymap_capacity(maps[m]); k++) {
+      if (lh_keymap_val(maps[m], k) != LH_NIL) filter_add(ev, lh_keymap_key(maps[m], k));
     }
-    table_free(tables[m]);
+    lh_keymap_free(maps[m]);
   }
   for (uint32_t i = 0; i < ev->ring_buckets; i++) ev->ring[i].bucket = UINT64_MAX;
   ev->last_batch = 0;
@@ -392,37 +290,38 @@ size_t lh_evidence_sweep(lh_evidence *ev, size_t budget) {
   return ev->sweep_left;
 }
 
-/* Moves t's entries into a table sized for them (at most half full); -1 on allocation failure
- * (t unchanged). An empty table is freed. */
-static int table_shrink(table *t) {
-  if (t->vals == NULL) return 0;
-  size_t cap = t->mask + 1;
-  if (t->count == 0) {
-    table_free(t);
+/* Moves m's entries into a map sized for them (at most about half full); -1 on allocation failure
+ * (m unchanged). An empty map is freed. */
+static int map_shrink(lh_keymap *m) {
+  if (m->slots == NULL) return 0;
+  size_t cap = lh_keymap_capacity(m);
+  if (m->count == 0) {
+    lh_keymap_free(m);
     return 0;
   }
-  if (t->count > table_limit(cap) / 4) return 0;
-  table fresh;
+  if (m->count > lh_keymap_room(m) / 4) return 0;
+  lh_keymap fresh;
   memset(&fresh, 0, sizeof fresh);
-  if (table_reserve(&fresh, t->count * 2) != 0) return -1;
-  if (fresh.mask + 1 >= cap) { /* already as small as it gets */
-    table_free(&fresh);
+  fresh.max_load_percent = m->max_load_percent;
+  if (lh_keymap_reserve(&fresh, m->count * 2) != 0) return -1;
+  if (lh_keymap_capacity(&fresh) >= cap) { /* already as small as it gets */
+    lh_keymap_free(&fresh);
     return 0;
   }
   for (size_t i = 0; i < cap; i++) {
-    if (t->vals[i] != 0) table_set(&fresh, t->keys[i], t->vals[i]);
+    if (lh_keymap_val(m, i) != LH_NIL) lh_keymap_put(&fresh, lh_keymap_key(m, i), lh_keymap_val(m, i));
   }
-  table_free(t);
-  *t = fresh;
+  lh_keymap_free(m);
+  *m = fresh;
   return 0;
 }
 
 int lh_evidence_trim(lh_evidence *ev, char *err, size_t errlen) {
   size_t evidence_mask = ev->evidence.mask;
-  if (table_shrink(&ev->resident) != 0 || table_shrink(&ev->evidence) != 0) {
+  if (map_shrink(&ev->resident) != 0 || map_shrink(&ev->evidence) != 0) {
     return lh_fail(err, errlen, LH_ENOMEM, "out of memory shrinking the evidence tables");
   }
-  if (ev->evidence.vals == NULL) {
+  if (ev->evidence.slots == NULL) {
     ev->sweep_at = 0;
     ev->sweep_left = 0;
   } else if (ev->evidence.mask != evidence_mask && ev->sweep_left > 0) { /* rehashed mid-pass: start over */
@@ -446,8 +345,8 @@ void lh_evidence_get_stats(lh_evidence *ev, int settle, lh_evidence_stats *out) 
   out->filter_inserts = ev->filter_inserts;
   out->generation_inserts = ev->generation_inserts;
   out->rotations = ev->rotations;
-  out->resident_bytes = table_memory(&ev->resident);
-  out->evidence_bytes = table_memory(&ev->evidence);
+  out->resident_bytes = lh_keymap_memory(&ev->resident);
+  out->evidence_bytes = lh_keymap_memory(&ev->evidence);
   out->filter_bytes = ev->filter == NULL ? 0 : ((size_t)1 << ev->filter_log2) / 8 * (ev->previous != NULL ? 2 : 1);
   out->bucket = ev->bucket;
   out->last_batch = ev->last_batch;

@@ -31,8 +31,8 @@ int lh_facts_reader_create(lh_facts_reader **out, char *err, size_t errlen) {
 
 void lh_facts_reader_destroy(lh_facts_reader *r) {
   if (r == NULL) return;
-  lh_vec *all[] = {&r->line, &r->id_off, &r->ids, &r->instance, &r->ts,     &r->len,   &r->bs,
-                   &r->bb,   &r->seg_off, &r->segs, &r->blocks, &r->cut, &r->field};
+  lh_vec *all[] = {&r->line, &r->id_off,  &r->ids,  &r->instance, &r->ts,  &r->len,  &r->bs,
+                   &r->bb,   &r->seg_off, &r->segs, &r->blocks,   &r->cut, &r->field};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) free(all[i]->data);
   lh_intern_free(&r->instances);
   free(r);
@@ -52,7 +52,7 @@ typedef struct row_ctx {
   char msg[LH_ERR_LEN];
 } row_ctx;
 
-#define FAIL(ctx, ...) (snprintf((ctx)->msg, sizeof (ctx)->msg, __VA_ARGS__), -1)
+#define FAIL(ctx, ...) (snprintf((ctx)->msg, sizeof(ctx)->msg, __VA_ARGS__), -1)
 
 /* Splits a line into fields honouring double quotes. Quoted fields are unescaped into
  * r->field (spans then point there). Returns the field count, or -1 with ctx->msg. */
@@ -190,10 +190,12 @@ static int parse_row(lh_facts_reader *r, const char *p, const char *end, int64_t
   uint64_t hits = 0;
   for (size_t k = seg_start; k < r->segs.len; k += 2) {
     int64_t s = segs[k], run = segs[k + 1];
-    if (run < 1) return FAIL(ctx, "hit_curve segment %zu has length %lld (must be >= 1)", (k - seg_start) / 2 + 1, (long long)run);
+    if (run < 1)
+      return FAIL(ctx, "hit_curve segment %zu has length %lld (must be >= 1)", (k - seg_start) / 2 + 1, (long long)run);
     if (s < 1 || s <= prev_end) {
-      return FAIL(ctx, "hit_curve segment %zu starts at %lld; starts must be >= 1 and leave a gap after the previous segment",
-                  (k - seg_start) / 2 + 1, (long long)s);
+      return FAIL(
+          ctx, "hit_curve segment %zu starts at %lld; starts must be >= 1 and leave a gap after the previous segment",
+          (k - seg_start) / 2 + 1, (long long)s);
     }
     if (run > INT64_MAX - s) return FAIL(ctx, "hit_curve segment %zu overflows", (k - seg_start) / 2 + 1);
     prev_end = s + run;
@@ -205,18 +207,18 @@ static int parse_row(lh_facts_reader *r, const char *p, const char *end, int64_t
                 (long long)complete);
   }
   if (hits > (uint64_t)complete) {
-    return FAIL(ctx, "hit_curve has %llu hit blocks but the request has only %lld complete blocks", (unsigned long long)hits,
-                (long long)complete);
-  }
-  if (extended && (cut == LH_CUT_NONE) != (hits == (uint64_t)complete)) {
-    return FAIL(ctx, "cut_reason %s does not match %llu hit blocks of %lld", cut == LH_CUT_NONE ? "none" : "cold/expired",
+    return FAIL(ctx, "hit_curve has %llu hit blocks but the request has only %lld complete blocks",
                 (unsigned long long)hits, (long long)complete);
   }
+  if (extended && (cut == LH_CUT_NONE) != (hits == (uint64_t)complete)) {
+    return FAIL(ctx, "cut_reason %s does not match %llu hit blocks of %lld",
+                cut == LH_CUT_NONE ? "none" : "cold/expired", (unsigned long long)hits, (long long)complete);
+  }
   int32_t inst = lh_intern_get(&r->instances, f[1].p, f[1].n);
-  if (inst < 0 || lh_vec_reserve(&r->ids, f[0].n, 1) || lh_vec_reserve(&r->line, 1, 8) || lh_vec_reserve(&r->id_off, 1, 8) ||
-      lh_vec_reserve(&r->instance, 1, 4) || lh_vec_reserve(&r->ts, 1, 8) || lh_vec_reserve(&r->len, 1, 8) ||
-      lh_vec_reserve(&r->bs, 1, 8) || lh_vec_reserve(&r->bb, 1, 8) || lh_vec_reserve(&r->seg_off, 1, 8) ||
-      lh_vec_reserve(&r->blocks, 1, 8) || lh_vec_reserve(&r->cut, 1, 1)) {
+  if (inst < 0 || lh_vec_reserve(&r->ids, f[0].n, 1) || lh_vec_reserve(&r->line, 1, 8) ||
+      lh_vec_reserve(&r->id_off, 1, 8) || lh_vec_reserve(&r->instance, 1, 4) || lh_vec_reserve(&r->ts, 1, 8) ||
+      lh_vec_reserve(&r->len, 1, 8) || lh_vec_reserve(&r->bs, 1, 8) || lh_vec_reserve(&r->bb, 1, 8) ||
+      lh_vec_reserve(&r->seg_off, 1, 8) || lh_vec_reserve(&r->blocks, 1, 8) || lh_vec_reserve(&r->cut, 1, 1)) {
     return FAIL(ctx, "out of memory");
   }
   memcpy(LH_VEC_AT(r->ids, char) + r->ids.len, f[0].p, f[0].n);
@@ -257,8 +259,8 @@ static void fill_table(lh_facts_reader *r, lh_facts_table *t) {
   t->cut = LH_VEC_AT(r->cut, uint8_t);
 }
 
-int lh_facts_parse(lh_facts_reader *r, const char *buf, size_t len, int64_t first_line, int extended,
-                   lh_facts_table *t, char *err, size_t errlen) {
+int lh_facts_parse(lh_facts_reader *r, const char *buf, size_t len, int64_t first_line, int extended, lh_facts_table *t,
+                   char *err, size_t errlen) {
   memset(t, 0, sizeof *t);
   if (lh_vec_reserve(&r->id_off, 1, 8) || lh_vec_reserve(&r->seg_off, 1, 8) ||
       lh_vec_reserve(&r->instances.offsets, 1, 8)) {

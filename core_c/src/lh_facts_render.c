@@ -30,9 +30,9 @@ static inline size_t put_field(char *out, const char *s, size_t n) {
   return w;
 }
 
-size_t lh_facts_render_bound(const int64_t *id_offsets, const int64_t *lane_id_offsets,
-                             const int64_t *out_src, const int32_t *out_lane, const int64_t *out_seg_lo,
-                             const int64_t *out_seg_hi, size_t n_out, int extended) {
+size_t lh_facts_render_bound(const int64_t *id_offsets, const int64_t *lane_id_offsets, const int64_t *out_src,
+                             const int32_t *out_lane, const int64_t *out_seg_lo, const int64_t *out_seg_hi,
+                             size_t n_out, int extended) {
   size_t total = 0;
   for (size_t k = 0; k < n_out; k++) {
     int64_t r = out_src[k];
@@ -46,14 +46,14 @@ size_t lh_facts_render_bound(const int64_t *id_offsets, const int64_t *lane_id_o
   return total;
 }
 
-int lh_facts_render(const char *ids, const int64_t *id_offsets, const int64_t *timestamps,
-                    const char *lane_ids, const int64_t *lane_id_offsets, const int64_t *lane_block_size,
-                    const int64_t *lane_block_bytes, const int64_t *out_src, const int32_t *out_lane,
-                    const int64_t *input_lens, const int64_t *out_seg_lo, const int64_t *out_seg_hi,
-                    const int64_t *segs, int extended, const int64_t *blocks, const uint8_t *cuts,
-                    size_t n_out, char *buf, size_t cap, size_t *written, char *err, size_t errlen) {
-  size_t need = lh_facts_render_bound(id_offsets, lane_id_offsets, out_src, out_lane, out_seg_lo, out_seg_hi,
-                                      n_out, extended);
+int lh_facts_render(const char *ids, const int64_t *id_offsets, const int64_t *timestamps, const char *lane_ids,
+                    const int64_t *lane_id_offsets, const int64_t *lane_block_size, const int64_t *lane_block_bytes,
+                    const int64_t *out_src, const int32_t *out_lane, const int64_t *input_lens,
+                    const int64_t *out_seg_lo, const int64_t *out_seg_hi, const int64_t *segs, int extended,
+                    const int64_t *blocks, const uint8_t *cuts, size_t n_out, char *buf, size_t cap, size_t *written,
+                    char *err, size_t errlen) {
+  size_t need =
+      lh_facts_render_bound(id_offsets, lane_id_offsets, out_src, out_lane, out_seg_lo, out_seg_hi, n_out, extended);
   if (need > cap) {
     return lh_fail(err, errlen, LH_ERANGE, "facts buffer of %zu bytes is smaller than the %zu needed", cap, need);
   }

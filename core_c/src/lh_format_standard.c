@@ -10,7 +10,20 @@
  */
 #include "lh_trace_row.h"
 
-enum { S_TYPE, S_INSTANCE, S_TRACE_ID, S_TS, S_KEYS, S_LEN, S_QUERY_TYPE, S_BLOCK_MASK, S_SW, S_LSN, S_TTL, S_CATEGORY };
+enum {
+  S_TYPE,
+  S_INSTANCE,
+  S_TRACE_ID,
+  S_TS,
+  S_KEYS,
+  S_LEN,
+  S_QUERY_TYPE,
+  S_BLOCK_MASK,
+  S_SW,
+  S_LSN,
+  S_TTL,
+  S_CATEGORY
+};
 
 static int row_standard(lh_scan *s, lh_row *r, int64_t line, int64_t trace_block_size) {
   (void)trace_block_size; /* keys are taken as they are */

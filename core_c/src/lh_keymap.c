@@ -2,74 +2,89 @@
 #include "lh_keymap.h"
 
 #include <stdlib.h>
+#include <string.h>
 
-static void insert_entry(lh_keymap_entry *entries, size_t mask, int64_t key, uint32_t val) {
-  lh_keymap m = {entries, mask, 0, 0};
-  size_t i = lh_keymap_slot(&m, key);
-  while (entries[i].val != LH_NIL) i = (i + 1) & mask;
-  entries[i].key = key;
-  entries[i].val = val;
-}
+/* The most keys a map of cap slots holds at a load of pct percent (no overflow). */
+static size_t load_limit(size_t cap, unsigned pct) { return cap / 100 * pct + cap % 100 * pct / 100; }
 
-/* The most keys a map of cap entries holds at a load of pct percent (no overflow). */
-static size_t load_limit(size_t cap, unsigned pct) {
-  return cap / 100 * pct + cap % 100 * pct / 100;
+static unsigned load_percent(const lh_keymap *m) {
+  return m->max_load_percent == 0 ? 50 : m->max_load_percent > 90 ? 90 : m->max_load_percent;
 }
 
 int lh_keymap_reserve(lh_keymap *m, size_t extra) {
-  unsigned pct = m->max_load_percent == 0 ? 50 : m->max_load_percent > 90 ? 90 : m->max_load_percent;
+  unsigned pct = load_percent(m);
+  if (extra > SIZE_MAX - m->count) return -1;
   size_t need = m->count + extra;
-  size_t cap = m->entries == NULL ? 0 : m->mask + 1;
+  size_t cap = lh_keymap_capacity(m);
   if (need <= load_limit(cap, pct)) return 0;
   size_t new_cap = cap == 0 ? 64 : cap;
   while (need > load_limit(new_cap, pct)) {
-    if (new_cap > SIZE_MAX / 2 / sizeof(lh_keymap_entry)) return -1;
+    if (new_cap > SIZE_MAX / 2 / LH_KEYMAP_SLOT) return -1;
     new_cap *= 2;
   }
-  lh_keymap_entry *entries = malloc(new_cap * sizeof *entries);
-  if (entries == NULL) return -1;
-  for (size_t i = 0; i < new_cap; i++) entries[i].val = LH_NIL;
-  for (size_t i = 0; i < cap; i++) {
-    if (m->entries[i].val != LH_NIL) insert_entry(entries, new_cap - 1, m->entries[i].key, m->entries[i].val);
-  }
-  free(m->entries);
-  m->entries = entries;
+  unsigned char *slots = malloc(new_cap * LH_KEYMAP_SLOT);
+  if (slots == NULL) return -1;
+  memset(slots, 0xFF, new_cap * LH_KEYMAP_SLOT); /* every value LH_NIL: every slot empty */
+  lh_keymap old = *m;
+  m->slots = slots;
   m->mask = new_cap - 1;
+  m->count = 0;
+  for (size_t i = 0; i < cap; i++) {
+    if (lh_keymap_val(&old, i) != LH_NIL) lh_keymap_put(m, lh_keymap_key(&old, i), lh_keymap_val(&old, i));
+  }
+  free(old.slots);
   return 0;
 }
 
 void lh_keymap_put(lh_keymap *m, int64_t key, uint32_t val) {
-  insert_entry(m->entries, m->mask, key, val);
-  m->count++;
+  size_t i = lh_keymap_home(m, key);
+  while (lh_keymap_val(m, i) != LH_NIL) i = (i + 1) & m->mask;
+  lh_keymap_put_at(m, i, key, val);
 }
 
-void lh_keymap_del(lh_keymap *m, int64_t key) {
-  if (m->entries == NULL) return;
-  size_t i = lh_keymap_slot(m, key);
-  while (m->entries[i].val != LH_NIL && m->entries[i].key != key) i = (i + 1) & m->mask;
-  if (m->entries[i].val == LH_NIL) return;
-  /* Backward shift: move later entries of the probe run into the hole when their home slot
-   * does not lie (cyclically) after the hole. */
+void lh_keymap_set(lh_keymap *m, int64_t key, uint32_t val) {
+  size_t i = lh_keymap_find(m, key);
+  if (lh_keymap_val(m, i) == LH_NIL) {
+    lh_keymap_put_at(m, i, key, val);
+  } else {
+    lh_keymap_set_val(m, i, val);
+  }
+}
+
+void lh_keymap_del_at(lh_keymap *m, size_t i) {
+  /* Backward shift: move later keys of the probe run into the hole when their home slot does
+   * not lie (cyclically) after the hole. */
   size_t hole = i;
-  for (size_t j = (i + 1) & m->mask; m->entries[j].val != LH_NIL; j = (j + 1) & m->mask) {
-    size_t home = lh_keymap_slot(m, m->entries[j].key);
+  for (size_t j = (i + 1) & m->mask; lh_keymap_val(m, j) != LH_NIL; j = (j + 1) & m->mask) {
+    size_t home = lh_keymap_home(m, lh_keymap_key(m, j));
     int movable = hole <= j ? (home <= hole || home > j) : (home <= hole && home > j);
     if (movable) {
-      m->entries[hole] = m->entries[j];
+      memcpy(m->slots + hole * LH_KEYMAP_SLOT, m->slots + j * LH_KEYMAP_SLOT, LH_KEYMAP_SLOT);
       hole = j;
     }
   }
-  m->entries[hole].val = LH_NIL;
+  lh_keymap_set_val(m, hole, LH_NIL);
   m->count--;
 }
 
-size_t lh_keymap_memory(const lh_keymap *m) {
-  return m->entries == NULL ? 0 : (m->mask + 1) * sizeof(lh_keymap_entry);
+void lh_keymap_del(lh_keymap *m, int64_t key) {
+  if (m->slots == NULL) return;
+  size_t i = lh_keymap_find(m, key);
+  if (lh_keymap_val(m, i) != LH_NIL) lh_keymap_del_at(m, i);
 }
 
+void lh_keymap_clear(lh_keymap *m) {
+  if (m->slots != NULL) memset(m->slots, 0xFF, (m->mask + 1) * LH_KEYMAP_SLOT);
+  m->count = 0;
+}
+
+size_t lh_keymap_room(const lh_keymap *m) { return load_limit(lh_keymap_capacity(m), load_percent(m)); }
+
+size_t lh_keymap_memory(const lh_keymap *m) { return lh_keymap_capacity(m) * LH_KEYMAP_SLOT; }
+
 void lh_keymap_free(lh_keymap *m) {
-  free(m->entries);
-  m->entries = NULL;
+  free(m->slots);
+  m->slots = NULL;
   m->mask = 0;
   m->count = 0;
 }

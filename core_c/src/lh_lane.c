@@ -5,10 +5,12 @@
  * a key at position p is 1 + (markers above p). Stale positions (bits cleared by a later touch)
  * are compacted away when they outnumber twice the live markers plus a fixed slack.
  *
- * Key map: buckets of five (key, position) slots, exactly one 64-byte cache line each, probed
- * linearly bucket by bucket. Slots fill front to back and are never deleted in place (only a
- * rebuild drops keys), so the first empty slot ends a search. A position value also encodes
+ * Key map: the engine's shared map (lh_keymap.h) from key to position, 12 bytes a slot, at most
+ * 80 % full (it is most of a lane's memory). The lane never deletes from it: compaction renumbers
+ * the positions in place or, to drop expired keys, rebuilds it. A position value also encodes
  * "pending in the current request" (high bit + request index) and "dead" (expired, retained).
+ * Every slot of a request is prefetched before its lookups, and phase 2 writes positions through
+ * the slot indices phase 1 found.
  *
  * TTL: epochs (start position, timestamp) are pushed as requests commit; since timestamps never
  * decrease along positions, everything below a watermark position is expired and everything at
@@ -19,34 +21,25 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lh_batch.h"
 #include "lh_common.h"
+#include "lh_keymap.h"
 
-#define SLOTS 5
-#define POS_EMPTY 0u
 #define POS_DEAD 0x7FFFFFFFu  /* expired key kept for exact cut attribution */
 #define POS_LIMIT 0x7FFFFFFEu /* largest usable position */
 #define PENDING 0x80000000u   /* slot touched by the current request; low bits = first index */
 #define SB_SHIFT 9            /* 512 positions per superblock */
 #define SB_WORDS 8            /* 64-bit words per superblock */
 #define SLACK 4096u           /* compaction waits for this many extra stale positions */
-#define MIN_BUCKETS 8u
 #define MIN_POS_CAP 8192u
 #define MAX_REQUEST_BLOCKS 0x7FFFFFFEu
-
-typedef struct bucket {
-  int64_t key[SLOTS];
-  uint32_t pos[SLOTS];
-  uint32_t pad;
-} bucket;
+#define MAP_LOAD_PERCENT 80
 
 struct lh_lane {
   int64_t ttl_ns;
   unsigned flags;
   /* key -> position map */
-  void *map_block; /* allocation backing map (map is its 64-byte aligned start) */
-  bucket *map;
-  uint64_t nbuckets; /* power of two, or 0 before the first request */
-  uint64_t map_count;
+  lh_keymap map;
   /* rank structure over positions 0 .. pos_cap-1 (position 0 is never used) */
   uint64_t *bits;
   int32_t *fen; /* Fenwick tree over superblocks, 1-based, nsb entries */
@@ -64,7 +57,7 @@ struct lh_lane {
   int64_t now;
   int has_now;
   /* per-request scratch, sized for the largest request so far */
-  uint64_t *s_ref;   /* bucket hash, then (bucket << 3 | slot) */
+  uint64_t *s_ref;   /* key i's home slot, then the slot holding it */
   uint32_t *s_snap;  /* snapshot position of key i's first occurrence (0 = untracked) */
   uint32_t *s_first; /* index of key i's first occurrence in the request */
   size_t s_cap;
@@ -73,16 +66,6 @@ struct lh_lane {
 };
 
 /* ---- small helpers ---------------------------------------------------------------------- */
-
-static inline uint64_t mix64(int64_t key) {
-  uint64_t x = (uint64_t)key;
-  x ^= x >> 33;
-  x *= UINT64_C(0xff51afd7ed558ccd);
-  x ^= x >> 33;
-  x *= UINT64_C(0xc4ceb9fe1a85ec53);
-  x ^= x >> 33;
-  return x;
-}
 
 static inline unsigned popcount64(uint64_t x) {
 #if defined(__GNUC__)
@@ -178,55 +161,6 @@ static int grow_positions(lh_lane *L, uint64_t need, char *err, size_t errlen) {
   return LH_OK;
 }
 
-/* ---- key map ----------------------------------------------------------------------------- */
-
-static bucket *alloc_buckets(uint64_t n, void **block) {
-  if (n > (SIZE_MAX - 64) / sizeof(bucket)) return NULL;
-  void *raw = calloc((size_t)n * sizeof(bucket) + 64, 1);
-  if (raw == NULL) return NULL;
-  *block = raw;
-  return (bucket *)(((uintptr_t)raw + 63) & ~(uintptr_t)63);
-}
-
-/* Inserts a key known to be absent (rebuilds only). */
-static void map_place(bucket *map, uint64_t mask, int64_t key, uint32_t pos) {
-  uint64_t b = mix64(key) & mask;
-  for (;;) {
-    bucket *bk = &map[b];
-    for (int s = 0; s < SLOTS; s++) {
-      if (bk->pos[s] == POS_EMPTY) {
-        bk->key[s] = key;
-        bk->pos[s] = pos;
-        return;
-      }
-    }
-    b = (b + 1) & mask;
-  }
-}
-
-/* Buckets needed to hold n keys at a load of at most 0.8. */
-static uint64_t buckets_for(uint64_t n) {
-  uint64_t slots_needed = n + n / 4 + 1;
-  return pow2_at_least((slots_needed + SLOTS - 1) / SLOTS, MIN_BUCKETS);
-}
-
-static int rehash(lh_lane *L, uint64_t nbuckets, char *err, size_t errlen) {
-  void *block = NULL;
-  bucket *map = alloc_buckets(nbuckets, &block);
-  if (map == NULL) return lh_fail(err, errlen, LH_ENOMEM, "out of memory growing the key map");
-  for (uint64_t b = 0; b < L->nbuckets; b++) {
-    const bucket *bk = &L->map[b];
-    for (int s = 0; s < SLOTS && bk->pos[s] != POS_EMPTY; s++) {
-      map_place(map, nbuckets - 1, bk->key[s], bk->pos[s]);
-    }
-  }
-  free(L->map_block);
-  L->map_block = block;
-  L->map = map;
-  L->nbuckets = nbuckets;
-  return LH_OK;
-}
-
 /* ---- TTL --------------------------------------------------------------------------------- */
 
 static inline int is_expired(int64_t ts, int64_t now, int64_t ttl) {
@@ -296,14 +230,10 @@ static int compact(lh_lane *L) {
   uint64_t nwords = (L->top >> 6) + 1;
   uint32_t *cum = malloc((size_t)(nwords + 1) * sizeof(uint32_t));
   if (cum == NULL) return LH_ENOMEM;
-  void *new_block = NULL;
-  bucket *new_map = NULL;
-  uint64_t new_nbuckets = L->nbuckets;
-  if (rebuild_map) {
-    new_nbuckets = buckets_for(2 * alive);
-    if (new_nbuckets > L->nbuckets) new_nbuckets = L->nbuckets;
-    new_map = alloc_buckets(new_nbuckets, &new_block);
-    if (new_map == NULL) {
+  lh_keymap new_map = {.max_load_percent = MAP_LOAD_PERCENT};
+  if (rebuild_map) { /* room for twice the survivors, but never larger than now */
+    size_t want = (size_t)(2 * alive), room = lh_keymap_room(&L->map);
+    if (lh_keymap_reserve(&new_map, want < room ? want : room) != 0) {
       free(cum);
       return LH_ENOMEM;
     }
@@ -318,30 +248,25 @@ static int compact(lh_lane *L) {
   cum[0] = 0;
   for (uint64_t w = 0; w < nwords; w++) cum[w + 1] = cum[w] + popcount64(L->bits[w]);
 #define RANK(p) (cum[(p) >> 6] + popcount64(L->bits[(p) >> 6] & mask_upto(p)))
-  for (uint64_t b = 0; b < L->nbuckets; b++) {
-    bucket *bk = &L->map[b];
-    for (int s = 0; s < SLOTS && bk->pos[s] != POS_EMPTY; s++) {
-      uint32_t p = bk->pos[s];
-      uint32_t np;
-      if (p == POS_DEAD || p < wm) {
-        if (rebuild_map) continue; /* reclaimed for good */
-        np = POS_DEAD;
-      } else {
-        np = (uint32_t)RANK(p);
-      }
-      if (rebuild_map) {
-        map_place(new_map, new_nbuckets - 1, bk->key[s], np);
-      } else {
-        bk->pos[s] = np;
-      }
+  for (size_t i = 0; i < lh_keymap_capacity(&L->map); i++) {
+    uint32_t p = lh_keymap_val(&L->map, i);
+    if (p == LH_NIL) continue;
+    uint32_t np;
+    if (p == POS_DEAD || p < wm) {
+      if (rebuild_map) continue; /* reclaimed for good */
+      np = POS_DEAD;
+    } else {
+      np = (uint32_t)RANK(p);
+    }
+    if (rebuild_map) {
+      lh_keymap_put(&new_map, lh_keymap_key(&L->map, i), np);
+    } else {
+      lh_keymap_set_val(&L->map, i, np);
     }
   }
   if (rebuild_map) {
-    free(L->map_block);
-    L->map_block = new_block;
+    lh_keymap_free(&L->map);
     L->map = new_map;
-    L->nbuckets = new_nbuckets;
-    L->map_count = alive;
   }
   /* Epoch starts S -> 1 + survivors below S; epochs sharing a start keep the later time. */
   size_t kept = 0;
@@ -411,12 +336,13 @@ int lh_lane_create(lh_lane **out, int64_t ttl_ns, unsigned flags, char *err, siz
   if (L == NULL) return lh_fail(err, errlen, LH_ENOMEM, "out of memory creating a lane");
   L->ttl_ns = ttl_ns;
   L->flags = flags;
+  L->map.max_load_percent = MAP_LOAD_PERCENT;
   *out = L;
   return LH_OK;
 }
 
 static void release_state(lh_lane *L) {
-  free(L->map_block);
+  lh_keymap_free(&L->map);
   free(L->bits);
   free(L->fen);
   free(L->ep_start);
@@ -439,6 +365,7 @@ void lh_lane_reset(lh_lane *lane) {
   memset(lane, 0, sizeof(*lane));
   lane->ttl_ns = ttl;
   lane->flags = flags;
+  lane->map.max_load_percent = MAP_LOAD_PERCENT;
 }
 
 /* ---- processing -------------------------------------------------------------------------- */
@@ -446,8 +373,7 @@ void lh_lane_reset(lh_lane *lane) {
 /* Makes room for a request of n blocks so that nothing after this can fail. */
 static int reserve(lh_lane *L, size_t n, char *err, size_t errlen) {
   if (n > MAX_REQUEST_BLOCKS) {
-    return lh_fail(err, errlen, LH_ERANGE, "request has %zu blocks; at most %u are supported", n,
-                   MAX_REQUEST_BLOCKS);
+    return lh_fail(err, errlen, LH_ERANGE, "request has %zu blocks; at most %u are supported", n, MAX_REQUEST_BLOCKS);
   }
   if (n > L->s_cap) {
     size_t cap = n > 2 * L->s_cap ? n : 2 * L->s_cap;
@@ -469,11 +395,8 @@ static int reserve(lh_lane *L, size_t n, char *err, size_t errlen) {
     L->s_cap = cap;
   }
   if (n == 0) return LH_OK;
-  uint64_t need_keys = L->map_count + n;
-  if (need_keys * 5 > L->nbuckets * SLOTS * 4) {
-    int st = rehash(L, buckets_for(need_keys > 2 * L->map_count ? need_keys : 2 * L->map_count),
-                    err, errlen);
-    if (st != LH_OK) return st;
+  if (lh_keymap_reserve(&L->map, n) != 0) {
+    return lh_fail(err, errlen, LH_ENOMEM, "out of memory growing the key map");
   }
   if (L->top + n > POS_LIMIT) {
     if (L->markers - L->dead_markers + n <= POS_LIMIT && L->top > L->markers - L->dead_markers) {
@@ -493,8 +416,8 @@ static int reserve(lh_lane *L, size_t n, char *err, size_t errlen) {
 }
 
 /* One request: see lh_lane.h. segs has room for 2 * n values. */
-static int process_one(lh_lane *L, const int64_t *keys, size_t n, int64_t now, int64_t *segs,
-                       size_t *nseg_out, uint8_t *cut_out, char *err, size_t errlen) {
+static int process_one(lh_lane *L, const int64_t *keys, size_t n, int64_t now, int64_t *segs, size_t *nseg_out,
+                       uint8_t *cut_out, char *err, size_t errlen) {
   int st = reserve(L, n, err, errlen);
   if (st != LH_OK) return st;
   if (L->ttl_ns > 0) {
@@ -509,16 +432,15 @@ static int process_one(lh_lane *L, const int64_t *keys, size_t n, int64_t now, i
   *cut_out = LH_CUT_NONE;
   if (n == 0) return LH_OK;
 
-  const uint64_t mask = L->nbuckets - 1;
-  bucket *const map = L->map;
+  lh_keymap *const map = &L->map;
   uint64_t *const ref = L->s_ref;
   uint32_t *const snap = L->s_snap;
   uint32_t *const first = L->s_first;
   const uint64_t wm = L->watermark;
 
   for (size_t i = 0; i < n; i++) {
-    ref[i] = mix64(keys[i]) & mask;
-    prefetch(&map[ref[i]]);
+    ref[i] = lh_keymap_home(map, keys[i]);
+    prefetch(lh_keymap_slot_addr(map, (size_t)ref[i]));
   }
 
   /* Look every key up (inserting absent ones as pending) and evaluate phase 1 on the snapshot:
@@ -529,34 +451,19 @@ static int process_one(lh_lane *L, const int64_t *keys, size_t n, int64_t now, i
   int evaluating = 1;
   for (size_t i = 0; i < n; i++) {
     const int64_t key = keys[i];
-    uint64_t b = ref[i];
+    size_t slot = lh_keymap_probe(map, key, (size_t)ref[i]);
+    uint32_t p = lh_keymap_val(map, slot);
     uint32_t p_snap = 0, p_first = (uint32_t)i;
-    int slot;
-    for (;;) {
-      bucket *bk = &map[b];
-      for (slot = 0; slot < SLOTS; slot++) {
-        uint32_t p = bk->pos[slot];
-        if (p == POS_EMPTY) {
-          bk->key[slot] = key;
-          bk->pos[slot] = PENDING | (uint32_t)i;
-          L->map_count++;
-          goto found;
-        }
-        if (bk->key[slot] == key) {
-          if (p & PENDING) {
-            p_first = p & ~PENDING;
-            p_snap = snap[p_first];
-          } else {
-            p_snap = p;
-            bk->pos[slot] = PENDING | (uint32_t)i;
-          }
-          goto found;
-        }
-      }
-      b = (b + 1) & mask;
+    if (p == LH_NIL) {
+      lh_keymap_put_at(map, slot, key, PENDING | (uint32_t)i);
+    } else if (p & PENDING) {
+      p_first = p & ~PENDING;
+      p_snap = snap[p_first];
+    } else {
+      p_snap = p;
+      lh_keymap_set_val(map, slot, PENDING | (uint32_t)i);
     }
-  found:
-    ref[i] = (b << 3) | (uint64_t)slot;
+    ref[i] = slot;
     snap[i] = p_snap;
     first[i] = p_first;
     if (!evaluating) continue;
@@ -626,7 +533,7 @@ static int process_one(lh_lane *L, const int64_t *keys, size_t n, int64_t now, i
     }
     add_n++;
     L->markers++;
-    map[ref[i] >> 3].pos[ref[i] & 7] = (uint32_t)pos;
+    lh_keymap_set_val(map, (size_t)ref[i], (uint32_t)pos);
   }
   if (del_n) fen_add(fen, nsb, del_sb, -del_n);
   if (add_n) fen_add(fen, nsb, add_sb, add_n);
@@ -636,26 +543,27 @@ static int process_one(lh_lane *L, const int64_t *keys, size_t n, int64_t now, i
   return LH_OK;
 }
 
-int lh_lane_process_batch(lh_lane *lane, const int64_t *keys, const int64_t *offsets,
-                          const int64_t *timestamps, size_t n_req, int64_t *segs,
-                          int64_t *seg_offsets, uint8_t *cuts, size_t *n_done, char *err,
-                          size_t errlen) {
+int lh_lane_process_batch(lh_lane *lane, const int64_t *keys, size_t n_keys, const int64_t *offsets,
+                          const int64_t *timestamps, size_t n_req, int64_t *segs, int64_t *seg_offsets, uint8_t *cuts,
+                          size_t *n_done, char *err, size_t errlen) {
   *n_done = 0;
   seg_offsets[0] = 0;
   if (lane->ttl_ns > 0 && timestamps == NULL && n_req > 0) {
     return lh_fail(err, errlen, LH_EINVAL, "a TTL lane needs timestamps");
   }
   int64_t written = 0;
+  const lh_batch batch = {n_req, offsets, n_keys, NULL, NULL, 0}; /* the TTL clock takes any time (process_one) */
   for (size_t r = 0; r < n_req; r++) {
-    int64_t lo = offsets[r], hi = offsets[r + 1];
-    if (hi < lo || lo < offsets[0]) {
+    int st = lh_batch_check_request(&batch, r, NULL, err, errlen);
+    if (st != LH_OK) {
       *n_done = r;
-      return lh_fail(err, errlen, LH_EINVAL, "request %zu: offsets are not non-decreasing", r);
+      return st;
     }
+    int64_t lo = offsets[r], hi = offsets[r + 1];
     size_t nseg = 0;
     uint8_t cut = LH_CUT_NONE;
-    int st = process_one(lane, keys + lo, (size_t)(hi - lo), timestamps ? timestamps[r] : 0,
-                         segs + 2 * written, &nseg, &cut, err, errlen);
+    st = process_one(lane, keys + lo, (size_t)(hi - lo), timestamps ? timestamps[r] : 0, segs + 2 * written, &nseg,
+                     &cut, err, errlen);
     if (st != LH_OK) {
       *n_done = r;
       return st;
@@ -678,14 +586,13 @@ void lh_lane_advance_time(lh_lane *lane, int64_t now_ns) {
 
 void lh_lane_get_stats(const lh_lane *L, lh_lane_stats *s) {
   s->unique_blocks = L->markers - L->dead_markers;
-  s->tracked_keys = L->map_count;
+  s->tracked_keys = L->map.count;
   s->positions = L->top;
-  s->map_slots = L->nbuckets * SLOTS;
+  s->map_slots = lh_keymap_capacity(&L->map);
   s->epochs = L->ep_len;
   s->expired_blocks = L->expired_total;
-  s->memory_bytes = sizeof(lh_lane) + (L->nbuckets ? L->nbuckets * sizeof(bucket) + 64 : 0) +
-                    L->pos_cap / 8 + (L->fen ? (L->nsb + 1) * sizeof(int32_t) : 0) +
-                    L->ep_cap * (sizeof(uint64_t) + sizeof(int64_t)) +
+  s->memory_bytes = sizeof(lh_lane) + lh_keymap_memory(&L->map) + L->pos_cap / 8 +
+                    (L->fen ? (L->nsb + 1) * sizeof(int32_t) : 0) + L->ep_cap * (sizeof(uint64_t) + sizeof(int64_t)) +
                     L->s_cap * (sizeof(uint64_t) + 2 * sizeof(uint32_t));
   s->compactions = L->n_compactions;
   s->requests = L->n_requests;
@@ -694,34 +601,25 @@ void lh_lane_get_stats(const lh_lane *L, lh_lane_stats *s) {
 
 int lh_lane_check(const lh_lane *L, char *err, size_t errlen) {
   uint64_t entries = 0, with_pos = 0, below_wm = 0;
-  for (uint64_t b = 0; b < L->nbuckets; b++) {
-    const bucket *bk = &L->map[b];
-    int seen_empty = 0;
-    for (int s = 0; s < SLOTS; s++) {
-      uint32_t p = bk->pos[s];
-      if (p == POS_EMPTY) {
-        seen_empty = 1;
-        continue;
-      }
-      if (seen_empty) return lh_fail(err, errlen, LH_EINVAL, "bucket %llu has a hole", (unsigned long long)b);
-      if (p & PENDING) return lh_fail(err, errlen, LH_EINVAL, "pending slot left behind");
-      entries++;
-      if (p == POS_DEAD) continue;
-      if (p > L->top) return lh_fail(err, errlen, LH_EINVAL, "position %u above top", p);
-      if (!(L->bits[p >> 6] >> (p & 63) & 1)) {
-        return lh_fail(err, errlen, LH_EINVAL, "key at position %u has no marker", p);
-      }
-      with_pos++;
-      if (p < L->watermark) below_wm++;
+  for (size_t i = 0; i < lh_keymap_capacity(&L->map); i++) {
+    uint32_t p = lh_keymap_val(&L->map, i);
+    if (p == LH_NIL) continue;
+    if (p & PENDING) return lh_fail(err, errlen, LH_EINVAL, "pending slot left behind");
+    entries++;
+    if (p == POS_DEAD) continue;
+    if (p > L->top) return lh_fail(err, errlen, LH_EINVAL, "position %u above top", p);
+    if (!(L->bits[p >> 6] >> (p & 63) & 1)) {
+      return lh_fail(err, errlen, LH_EINVAL, "key at position %u has no marker", p);
     }
+    with_pos++;
+    if (p < L->watermark) below_wm++;
   }
-  if (entries != L->map_count) return lh_fail(err, errlen, LH_EINVAL, "map count mismatch");
+  if (entries != L->map.count) return lh_fail(err, errlen, LH_EINVAL, "map count mismatch");
   uint64_t bitcount = 0;
   for (uint64_t w = 0; w < L->pos_cap / 64; w++) bitcount += popcount64(L->bits[w]);
   if (bitcount != L->markers || with_pos != L->markers) {
     return lh_fail(err, errlen, LH_EINVAL, "marker count mismatch: bits %llu keys %llu markers %llu",
-                   (unsigned long long)bitcount, (unsigned long long)with_pos,
-                   (unsigned long long)L->markers);
+                   (unsigned long long)bitcount, (unsigned long long)with_pos, (unsigned long long)L->markers);
   }
   if (below_wm != L->dead_markers) return lh_fail(err, errlen, LH_EINVAL, "dead marker mismatch");
   uint64_t expect = 0;

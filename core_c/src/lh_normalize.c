@@ -4,9 +4,8 @@
 #include "lh_common.h"
 #include "lh_prefix_hash.h"
 
-int lh_normalize(const int64_t *keys, size_t n_keys, int64_t input_len, int64_t block_size,
-                 int64_t trace_block_size, int prefix_hash, int64_t *out_keys, size_t *out_n,
-                 int64_t *out_len, char *err, size_t errlen) {
+int lh_normalize(const int64_t *keys, size_t n_keys, int64_t input_len, int64_t block_size, int64_t trace_block_size,
+                 int prefix_hash, int64_t *out_keys, size_t *out_n, int64_t *out_len, char *err, size_t errlen) {
   if (block_size <= 0) {
     return lh_fail(err, errlen, LH_EINVAL, "NormalizeRequest block_size_tokens must be positive");
   }
@@ -14,8 +13,7 @@ int lh_normalize(const int64_t *keys, size_t n_keys, int64_t input_len, int64_t 
     return lh_fail(err, errlen, LH_EINVAL, "NormalizeRequest input_token_len must not be negative");
   }
   if (trace_block_size < 0) {
-    return lh_fail(err, errlen, LH_EINVAL,
-                   "NormalizeRequest trace block size must not be negative");
+    return lh_fail(err, errlen, LH_EINVAL, "NormalizeRequest trace block size must not be negative");
   }
   int64_t trace_bs = trace_block_size == 0 ? block_size : trace_block_size;
   if (block_size % trace_bs != 0) {
@@ -26,8 +24,7 @@ int lh_normalize(const int64_t *keys, size_t n_keys, int64_t input_len, int64_t 
   int64_t len = input_len;
   if (len == 0) {
     if (n_keys > (uint64_t)INT64_MAX / (uint64_t)trace_bs) {
-      return lh_fail(err, errlen, LH_ERANGE,
-                     "NormalizeRequest derived input_token_len overflows int64");
+      return lh_fail(err, errlen, LH_ERANGE, "NormalizeRequest derived input_token_len overflows int64");
     }
     len = (int64_t)n_keys * trace_bs;
   }
@@ -56,10 +53,9 @@ int lh_normalize(const int64_t *keys, size_t n_keys, int64_t input_len, int64_t 
   return LH_OK;
 }
 
-int lh_normalize_batch(const int64_t *keys, const int64_t *offsets, const int64_t *input_lens,
-                       const int64_t *rows, size_t n, int64_t block_size, int64_t trace_block_size,
-                       int prefix_hash, int64_t *out_keys, int64_t *out_offsets, int64_t *out_lens,
-                       size_t *n_done, char *err, size_t errlen) {
+int lh_normalize_batch(const int64_t *keys, const int64_t *offsets, const int64_t *input_lens, const int64_t *rows,
+                       size_t n, int64_t block_size, int64_t trace_block_size, int prefix_hash, int64_t *out_keys,
+                       int64_t *out_offsets, int64_t *out_lens, size_t *n_done, char *err, size_t errlen) {
   int64_t written = 0;
   out_offsets[0] = 0;
   for (size_t i = 0; i < n; i++) {
@@ -71,8 +67,8 @@ int lh_normalize_batch(const int64_t *keys, const int64_t *offsets, const int64_
     }
     size_t kept = 0;
     int64_t len = 0;
-    int st = lh_normalize(keys + lo, (size_t)(hi - lo), input_lens[r], block_size, trace_block_size,
-                          prefix_hash, out_keys + written, &kept, &len, err, errlen);
+    int st = lh_normalize(keys + lo, (size_t)(hi - lo), input_lens[r], block_size, trace_block_size, prefix_hash,
+                          out_keys + written, &kept, &len, err, errlen);
     if (st != LH_OK) {
       *n_done = i;
       return st;

@@ -176,13 +176,15 @@ static int gdfs_check(const void *state, const lh_slot *slots, uint64_t resident
     int rc = lh_list_check(&b->items, slots, 1, "gdfs bucket", err, errlen);
     if (rc != LH_OK) return rc;
     for (uint32_t s = b->items.head; s != LH_NIL; s = slots[s].next) {
-      if (slots[s].prio != b->h || slots[s].aux != k) return lh_fail(err, errlen, LH_EINVAL, "gdfs: slot %u in the wrong bucket", s);
+      if (slots[s].prio != b->h || slots[s].aux != k)
+        return lh_fail(err, errlen, LH_EINVAL, "gdfs: slot %u in the wrong bucket", s);
     }
     total += b->items.len;
   }
   if (g->by_h.count != g->heap_len) return lh_fail(err, errlen, LH_EINVAL, "gdfs: map and heap disagree");
-  if (total != resident) return lh_fail(err, errlen, LH_EINVAL, "gdfs: buckets hold %llu slots, %llu resident",
-                                        (unsigned long long)total, (unsigned long long)resident);
+  if (total != resident)
+    return lh_fail(err, errlen, LH_EINVAL, "gdfs: buckets hold %llu slots, %llu resident", (unsigned long long)total,
+                   (unsigned long long)resident);
   return LH_OK;
 }
 

@@ -85,8 +85,8 @@ static void drop_if_empty(lfu *f, uint32_t i) {
 static void lfu_insert(void *state, lh_slot *slots, uint32_t s, const lh_access *a) {
   (void)a;
   lfu *f = state;
-  uint32_t i = f->first != LH_NIL && f->b[f->first].count == slots[s].count ? f->first
-                                                                             : new_bucket(f, slots[s].count, LH_NIL);
+  uint32_t i =
+      f->first != LH_NIL && f->b[f->first].count == slots[s].count ? f->first : new_bucket(f, slots[s].count, LH_NIL);
   lh_list_append(&f->b[i].items, slots, s);
   slots[s].prio = i;
 }
@@ -125,18 +125,21 @@ static int lfu_check(const void *state, const lh_slot *slots, uint64_t resident,
   for (uint32_t i = f->first; i != LH_NIL; i = f->b[i].next) {
     const bucket *b = &f->b[i];
     if (b->prev != prev) return lh_fail(err, errlen, LH_EINVAL, "lfu: broken bucket link at %u", i);
-    if (prev != LH_NIL && f->b[prev].count >= b->count) return lh_fail(err, errlen, LH_EINVAL, "lfu: counts not increasing");
+    if (prev != LH_NIL && f->b[prev].count >= b->count)
+      return lh_fail(err, errlen, LH_EINVAL, "lfu: counts not increasing");
     if (b->items.len == 0) return lh_fail(err, errlen, LH_EINVAL, "lfu: empty bucket kept");
     int rc = lh_list_check(&b->items, slots, 1, "lfu bucket", err, errlen);
     if (rc != LH_OK) return rc;
     for (uint32_t s = b->items.head; s != LH_NIL; s = slots[s].next) {
-      if (slots[s].count != b->count || slots[s].prio != i) return lh_fail(err, errlen, LH_EINVAL, "lfu: slot %u in the wrong bucket", s);
+      if (slots[s].count != b->count || slots[s].prio != i)
+        return lh_fail(err, errlen, LH_EINVAL, "lfu: slot %u in the wrong bucket", s);
     }
     total += b->items.len;
     prev = i;
   }
-  if (total != resident) return lh_fail(err, errlen, LH_EINVAL, "lfu: buckets hold %llu slots, %llu resident",
-                                        (unsigned long long)total, (unsigned long long)resident);
+  if (total != resident)
+    return lh_fail(err, errlen, LH_EINVAL, "lfu: buckets hold %llu slots, %llu resident", (unsigned long long)total,
+                   (unsigned long long)resident);
   return LH_OK;
 }
 

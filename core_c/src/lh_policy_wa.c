@@ -151,11 +151,13 @@ static int wa_reserve(void *state, size_t slots, const int64_t *keys, size_t n, 
   }
   if (lh_policy_grow((void **)&w->active, &w->cap_active, w->cap_cats, sizeof(int32_t)) != 0) return -1;
   if (w->n_seen + n > (size_t)LH_NIL - 1) return -2;
-  if (lh_keymap_reserve(&w->seen, n) != 0 || lh_policy_grow((void **)&w->keys, &w->cap_seen, w->n_seen + n, sizeof(seen_key)) != 0) {
+  if (lh_keymap_reserve(&w->seen, n) != 0 ||
+      lh_policy_grow((void **)&w->keys, &w->cap_seen, w->n_seen + n, sizeof(seen_key)) != 0) {
     return -1;
   }
   if (grow_runs(w, w->n_runs + n) != 0) return -1;
-  if (!w->life_fixed && lh_policy_grow((void **)&w->sample, &w->cap_sample, w->n_sample + n, sizeof(int64_t)) != 0) return -1;
+  if (!w->life_fixed && lh_policy_grow((void **)&w->sample, &w->cap_sample, w->n_sample + n, sizeof(int64_t)) != 0)
+    return -1;
   return 0;
 }
 
@@ -378,8 +380,9 @@ static int wa_check(const void *state, const lh_slot *slots, uint64_t resident, 
     total += k->list.len;
   }
   if (active != w->n_active) return lh_fail(err, errlen, LH_EINVAL, "wa: active set holds empty categories");
-  if (total != resident) return lh_fail(err, errlen, LH_EINVAL, "wa: lists hold %llu slots, %llu resident",
-                                        (unsigned long long)total, (unsigned long long)resident);
+  if (total != resident)
+    return lh_fail(err, errlen, LH_EINVAL, "wa: lists hold %llu slots, %llu resident", (unsigned long long)total,
+                   (unsigned long long)resident);
   return LH_OK;
 }
 

@@ -4,11 +4,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lh_batch.h"
 #include "lh_common.h"
 #include "lh_keymap.h"
 
 #define MAX_KEYS ((uint64_t)UINT32_MAX - 1) /* key indices are uint32, LH_NIL excluded */
-#define MAP_LOAD_PERCENT 75 /* the key map holds every key of the lane: memory over probe length */
+#define MAP_LOAD_PERCENT 75                 /* the key map holds every key of the lane: memory over probe length */
 
 /* A growable array growing by a quarter (the reuse arrays are the recorder's bulk). */
 typedef struct array {
@@ -48,9 +49,9 @@ struct lh_profile {
   array scratch; /* uint32 per block of the current request: its key index */
   cat_reuses *cats;
   size_t n_cats, cap_cats; /* categories in use (that reused) and allocated (zeroed beyond n_cats) */
-  int32_t base_cat; /* -1 until the first reuse */
-  array base;       /* uint32: per-key reuse counts at the split (len 0 before it) */
-  int split;        /* a second category has reused: every reuse records its key */
+  int32_t base_cat;        /* -1 until the first reuse */
+  array base;              /* uint32: per-key reuse counts at the split (len 0 before it) */
+  int split;               /* a second category has reused: every reuse records its key */
   int started;
   int64_t last_ts;
   lh_profile_stats stats;
@@ -63,7 +64,9 @@ static int64_t floor_div(int64_t a, int64_t b) {
 
 int lh_profile_create(lh_profile **out, int64_t window_ns, char *err, size_t errlen) {
   *out = NULL;
-  if (window_ns <= 0) return lh_fail(err, errlen, LH_EINVAL, "the working-set window must be positive, got %lld ns", (long long)window_ns);
+  if (window_ns <= 0)
+    return lh_fail(err, errlen, LH_EINVAL, "the working-set window must be positive, got %lld ns",
+                   (long long)window_ns);
   lh_profile *p = calloc(1, sizeof *p);
   if (p == NULL) return lh_fail(err, errlen, LH_ENOMEM, "out of memory creating a profile recorder");
   p->window_ns = window_ns;
@@ -103,12 +106,13 @@ void lh_profile_reset(lh_profile *p) {
 /* Checks request r's curve (before anything changes): well formed, covering at most its n
  * blocks, thresholds within the keys seen plus the request's. Writes the hit blocks and the end
  * of the largest threshold (largest + 1). */
-static int check_curve(const lh_profile *p, size_t n, const int64_t *segs, int64_t lo, int64_t hi, size_t r,
-                       int64_t *hits, int64_t *end, char *err, size_t errlen) {
+static int check_curve(const lh_profile *p, size_t n, const int64_t *segs, size_t n_segs, const int64_t *seg_offsets,
+                       size_t r, int64_t *hits, int64_t *end, char *err, size_t errlen) {
   int64_t h = 0, top = 0;
   int64_t bound = (int64_t)p->map.count + (int64_t)n; /* thresholds never exceed this */
-  if (lo < 0 || hi < lo) return lh_fail(err, errlen, LH_EINVAL, "request %zu: curve offsets must be non-negative and non-decreasing", r);
-  for (int64_t s = lo; s < hi; s++) {
+  int st = lh_batch_check_offsets(seg_offsets, r, n_segs, "curve offsets", "segments", err, errlen);
+  if (st != LH_OK) return st;
+  for (int64_t s = seg_offsets[r]; s < seg_offsets[r + 1]; s++) {
     int64_t start = segs[2 * s], run = segs[2 * s + 1];
     if (start < 1 || run < 0 || run > (int64_t)n - h || start > bound - run + 1) {
       return lh_fail(err, errlen, LH_EINVAL, "request %zu: curve segment (%lld, %lld) is not one the lane writes", r,
@@ -131,8 +135,7 @@ static int splits(const lh_profile *p, int32_t cat, int64_t hits) {
 }
 
 /* Everything request r may allocate, allocated up front: afterwards it cannot fail. */
-static int reserve_request(lh_profile *p, size_t n, int32_t cat, int64_t hits, int64_t end, char *err,
-                           size_t errlen) {
+static int reserve_request(lh_profile *p, size_t n, int32_t cat, int64_t hits, int64_t end, char *err, size_t errlen) {
   if ((uint64_t)p->map.count + n > MAX_KEYS) {
     return lh_fail(err, errlen, LH_ERANGE, "more than %llu distinct keys in one lane", (unsigned long long)MAX_KEYS);
   }
@@ -249,36 +252,33 @@ static int64_t record_request(lh_profile *p, const int64_t *keys, size_t n, int6
   return -1;
 }
 
-int lh_profile_record_batch(lh_profile *p, const int64_t *keys, const int64_t *offsets, const int64_t *timestamps,
-                            const int32_t *categories, size_t n_req, const int64_t *segs,
-                            const int64_t *seg_offsets, int64_t *hits, size_t *n_done, char *err, size_t errlen) {
+int lh_profile_record_batch(lh_profile *p, const int64_t *keys, size_t n_keys, const int64_t *offsets,
+                            const int64_t *timestamps, const int32_t *categories, size_t n_req, const int64_t *segs,
+                            size_t n_segs, const int64_t *seg_offsets, int64_t *hits, size_t *n_done, char *err,
+                            size_t errlen) {
   *n_done = 0;
+  const lh_batch batch = {n_req, offsets, n_keys, timestamps, categories, 0};
   for (size_t r = 0; r < n_req; r++) {
-    int64_t lo = offsets[r], hi = offsets[r + 1];
-    if (lo < 0 || hi < lo) {
+    int rc = lh_batch_check_request(&batch, r, p->started ? &p->last_ts : NULL, err, errlen);
+    if (rc != LH_OK) {
       *n_done = r;
-      return lh_fail(err, errlen, LH_EINVAL, "request %zu: offsets must be non-negative and non-decreasing", r);
+      return rc;
     }
-    int64_t now = timestamps[r];
+    int64_t lo = offsets[r], now = timestamps[r];
     int32_t cat = categories[r];
-    if (p->started && now < p->last_ts) {
-      *n_done = r;
-      return lh_fail(err, errlen, LH_EINVAL, "request %zu: timestamp %lld is before the previous request's %lld", r,
-                     (long long)now, (long long)p->last_ts);
-    }
-    if (cat < 0) {
-      *n_done = r;
-      return lh_fail(err, errlen, LH_EINVAL, "request %zu: negative category %d", r, (int)cat);
-    }
-    size_t n = (size_t)(hi - lo);
+    size_t n = (size_t)(offsets[r + 1] - lo);
     int64_t h = 0, end = 0;
     int reason = 0;
-    int rc = check_curve(p, n, segs, seg_offsets[r], seg_offsets[r + 1], r, &h, &end, err, errlen);
+    rc = check_curve(p, n, segs, n_segs, seg_offsets, r, &h, &end, err, errlen);
     if (rc == LH_OK) rc = reserve_request(p, n, cat, h, end, err, errlen);
-    int64_t bad = rc == LH_OK ? record_request(p, keys + lo, n, now, cat, h, segs, seg_offsets[r], seg_offsets[r + 1], &reason) : -1;
+    int64_t bad = rc == LH_OK
+                      ? record_request(p, keys + lo, n, now, cat, h, segs, seg_offsets[r], seg_offsets[r + 1], &reason)
+                      : -1;
     if (bad >= 0) {
-      rc = reason == 1 ? lh_fail(err, errlen, LH_EINVAL, "request %zu: the curve covers block %lld, a key never seen before", r, (long long)bad)
-                       : lh_fail(err, errlen, LH_ERANGE, "request %zu: block %lld's key has 2^32 - 1 reuses", r, (long long)bad);
+      rc = reason == 1 ? lh_fail(err, errlen, LH_EINVAL,
+                                 "request %zu: the curve covers block %lld, a key never seen before", r, (long long)bad)
+                       : lh_fail(err, errlen, LH_ERANGE, "request %zu: block %lld's key has 2^32 - 1 reuses", r,
+                                 (long long)bad);
     }
     if (rc != LH_OK) {
       *n_done = r;
@@ -325,7 +325,9 @@ void lh_profile_get_stats(const lh_profile *p, lh_profile_stats *stats) {
   stats->keys = p->map.count;
   size_t bytes = sizeof *p + lh_keymap_memory(&p->map) + p->cap_cats * sizeof(cat_reuses);
   for (size_t i = 0; i < N_KEY_ARRAYS; i++) bytes += p->key[i].cap * KEY_ELEM[i];
-  bytes += (p->slope.cap + p->window.cap + p->window_keys.cap) * sizeof(int64_t) + (p->scratch.cap + p->base.cap) * sizeof(uint32_t);
-  for (size_t c = 0; c < p->cap_cats; c++) bytes += p->cats[c].ns.cap * sizeof(int64_t) + p->cats[c].keys.cap * sizeof(uint32_t);
+  bytes += (p->slope.cap + p->window.cap + p->window_keys.cap) * sizeof(int64_t) +
+           (p->scratch.cap + p->base.cap) * sizeof(uint32_t);
+  for (size_t c = 0; c < p->cap_cats; c++)
+    bytes += p->cats[c].ns.cap * sizeof(int64_t) + p->cats[c].keys.cap * sizeof(uint32_t);
   stats->memory_bytes = bytes;
 }

@@ -19,9 +19,8 @@ uint64_t lh_project_infinite(const int64_t *segs, size_t n_segs) {
   return hits;
 }
 
-void lh_project_batch(const int64_t *segs, const int64_t *seg_offsets, size_t n_req,
-                      const uint64_t *capacity_blocks, const uint8_t *infinite, size_t n_caps,
-                      uint64_t *hits) {
+void lh_project_batch(const int64_t *segs, const int64_t *seg_offsets, size_t n_req, const uint64_t *capacity_blocks,
+                      const uint8_t *infinite, size_t n_caps, uint64_t *hits) {
   for (size_t r = 0; r < n_req; r++) {
     const int64_t *curve = segs + 2 * seg_offsets[r];
     size_t n = (size_t)(seg_offsets[r + 1] - seg_offsets[r]);
@@ -32,8 +31,7 @@ void lh_project_batch(const int64_t *segs, const int64_t *seg_offsets, size_t n_
   }
 }
 
-uint64_t lh_project_bytes(const int64_t *segs, size_t n_segs, uint64_t capacity_bytes,
-                          uint64_t block_bytes) {
+uint64_t lh_project_bytes(const int64_t *segs, size_t n_segs, uint64_t capacity_bytes, uint64_t block_bytes) {
   if (block_bytes == 0) return 0;
   return lh_project_blocks(segs, n_segs, capacity_bytes / block_bytes);
 }

@@ -103,11 +103,26 @@ static size_t put_json_string(char *out, const char *s, size_t n) {
   for (size_t i = 0; i < n; i++) {
     char c = s[i];
     switch (c) {
-      case '"': out[w++] = '\\'; out[w++] = '"'; break;
-      case '\\': out[w++] = '\\'; out[w++] = '\\'; break;
-      case '\n': out[w++] = '\\'; out[w++] = 'n'; break;
-      case '\r': out[w++] = '\\'; out[w++] = 'r'; break;
-      case '\t': out[w++] = '\\'; out[w++] = 't'; break;
+      case '"':
+        out[w++] = '\\';
+        out[w++] = '"';
+        break;
+      case '\\':
+        out[w++] = '\\';
+        out[w++] = '\\';
+        break;
+      case '\n':
+        out[w++] = '\\';
+        out[w++] = 'n';
+        break;
+      case '\r':
+        out[w++] = '\\';
+        out[w++] = 'r';
+        break;
+      case '\t':
+        out[w++] = '\\';
+        out[w++] = 't';
+        break;
       default: out[w++] = c;
     }
   }
@@ -133,9 +148,9 @@ static uint64_t project_slot(const int64_t *segs, size_t nseg, uint64_t value, u
 }
 
 int lh_query_chunk(const lh_facts_table *t, size_t row_lo, const uint64_t *slot_value, const uint8_t *slot_kind,
-                   size_t n_slots, const int32_t *group, uint64_t *sum_blocks, uint64_t *sum_tokens,
-                   uint64_t *requests, uint64_t *input_tokens, char *out, size_t cap, size_t *written,
-                   size_t *rows_done, char *err, size_t errlen) {
+                   size_t n_slots, const int32_t *group, uint64_t *sum_blocks, uint64_t *sum_tokens, uint64_t *requests,
+                   uint64_t *input_tokens, char *out, size_t cap, size_t *written, size_t *rows_done, char *err,
+                   size_t errlen) {
   for (size_t s = 0; s < n_slots; s++) {
     if (slot_kind[s] > LH_SLOT_TOKENS) {
       *rows_done = row_lo;

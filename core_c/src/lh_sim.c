@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lh_batch.h"
 #include "lh_common.h"
 #include "lh_policy_ops.h"
 
@@ -57,15 +58,16 @@ static const lh_policy_ops *policy_ops(int policy) {
   }
 }
 
-int lh_sim_create(lh_sim **out, int policy, uint64_t capacity_blocks, const lh_wa_params *wa, int flags,
-                  char *err, size_t errlen) {
+int lh_sim_create(lh_sim **out, int policy, uint64_t capacity_blocks, const lh_wa_params *wa, int flags, char *err,
+                  size_t errlen) {
   *out = NULL;
   const lh_policy_ops *ops = policy_ops(policy);
   if (ops == NULL) return lh_fail(err, errlen, LH_EINVAL, "unknown eviction policy code %d", policy);
   if ((flags & ~(LH_SIM_RECORD_EVICTIONS | LH_SIM_MISS_EVIDENCE)) != 0) {
     return lh_fail(err, errlen, LH_EINVAL, "unknown simulator flags %d", flags);
   }
-  if (policy == LH_POLICY_WA && wa == NULL) return lh_fail(err, errlen, LH_EINVAL, "the wa policy needs its parameters");
+  if (policy == LH_POLICY_WA && wa == NULL)
+    return lh_fail(err, errlen, LH_EINVAL, "the wa policy needs its parameters");
   lh_sim *s = calloc(1, sizeof *s);
   if (s == NULL) return lh_fail(err, errlen, LH_ENOMEM, "out of memory creating a policy simulator");
   int rc = ops->create(&s->policy, wa, err, errlen);
@@ -118,16 +120,19 @@ static int reserve_request(lh_sim *s, const int64_t *keys, size_t n, int32_t cat
   if (s->evidence && (uint64_t)s->n_ghosts + n > MAX_TRACKED) { /* a request evicts at most n keys */
     return lh_fail(err, errlen, LH_ERANGE, "more than %llu distinct evicted keys", (unsigned long long)MAX_TRACKED);
   }
-  if (lh_keymap_reserve(&s->map, add) != 0 || lh_policy_grow((void **)&s->slots, &s->cap_slots, s->n_slots + add, sizeof(lh_slot)) != 0 ||
+  if (lh_keymap_reserve(&s->map, add) != 0 ||
+      lh_policy_grow((void **)&s->slots, &s->cap_slots, s->n_slots + add, sizeof(lh_slot)) != 0 ||
       lh_policy_grow((void **)&s->found, &s->cap_found, n, sizeof(uint32_t)) != 0 ||
       (s->record && (lh_policy_grow((void **)&s->ev_keys, &s->cap_ev_keys, s->n_ev + n, sizeof(int64_t)) != 0 ||
                      lh_policy_grow((void **)&s->ev_reqs, &s->cap_ev_reqs, s->n_ev + n, sizeof(int64_t)) != 0)) ||
-      (s->evidence && (lh_keymap_reserve(&s->ghosts, n) != 0 ||
-                       lh_policy_grow((void **)&s->ghost_ts, &s->cap_ghost_ts, s->n_ghosts + n, sizeof(int64_t)) != 0))) {
+      (s->evidence &&
+       (lh_keymap_reserve(&s->ghosts, n) != 0 ||
+        lh_policy_grow((void **)&s->ghost_ts, &s->cap_ghost_ts, s->n_ghosts + n, sizeof(int64_t)) != 0))) {
     return lh_fail(err, errlen, LH_ENOMEM, "out of memory in the policy simulator");
   }
   int rc = s->ops->reserve(s->policy, s->n_slots + add, keys, n, cat);
-  if (rc == -2) return lh_fail(err, errlen, LH_ERANGE, "the %s policy would track more than 2^32 - 2 keys", s->ops->name);
+  if (rc == -2)
+    return lh_fail(err, errlen, LH_ERANGE, "the %s policy would track more than 2^32 - 2 keys", s->ops->name);
   if (rc != 0) return lh_fail(err, errlen, LH_ENOMEM, "out of memory in the %s policy", s->ops->name);
   return LH_OK;
 }
@@ -232,31 +237,22 @@ static int64_t run_request(lh_sim *s, const int64_t *keys, size_t n, int64_t now
   return (int64_t)hits;
 }
 
-static int process(lh_sim *s, const int64_t *keys, const int64_t *offsets, const int64_t *timestamps,
+static int process(lh_sim *s, const int64_t *keys, size_t n_keys, const int64_t *offsets, const int64_t *timestamps,
                    const int32_t *categories, size_t n_req, int64_t *hits, const miss_out *out, size_t *n_done,
                    char *err, size_t errlen) {
   *n_done = 0;
   s->n_ev = 0;
+  const lh_batch batch = {n_req, offsets, n_keys, timestamps, categories, LH_SIM_MAX_CATEGORIES};
   for (size_t r = 0; r < n_req; r++) {
-    int64_t lo = offsets[r], hi = offsets[r + 1];
-    if (lo < 0 || hi < lo) {
+    int rc = lh_batch_check_request(&batch, r, s->started ? &s->last_ts : NULL, err, errlen);
+    if (rc != LH_OK) {
       *n_done = r;
-      return lh_fail(err, errlen, LH_EINVAL, "request %zu: offsets must be non-negative and non-decreasing", r);
+      return rc;
     }
-    int64_t now = timestamps[r];
+    int64_t lo = offsets[r], now = timestamps[r];
     int32_t cat = categories[r];
-    if (s->started && now < s->last_ts) {
-      *n_done = r;
-      return lh_fail(err, errlen, LH_EINVAL, "request %zu: timestamp %lld is before the previous request's %lld", r,
-                     (long long)now, (long long)s->last_ts);
-    }
-    if (cat < 0 || cat >= LH_SIM_MAX_CATEGORIES) {
-      *n_done = r;
-      return lh_fail(err, errlen, LH_EINVAL, "request %zu: category %d is outside 0..%d", r, (int)cat,
-                     LH_SIM_MAX_CATEGORIES - 1);
-    }
-    size_t n = (size_t)(hi - lo);
-    int rc = reserve_request(s, keys + lo, n, cat, err, errlen);
+    size_t n = (size_t)(offsets[r + 1] - lo);
+    rc = reserve_request(s, keys + lo, n, cat, err, errlen);
     if (rc != LH_OK) {
       *n_done = r;
       return rc;
@@ -269,22 +265,23 @@ static int process(lh_sim *s, const int64_t *keys, const int64_t *offsets, const
   return LH_OK;
 }
 
-int lh_sim_process_batch(lh_sim *s, const int64_t *keys, const int64_t *offsets, const int64_t *timestamps,
-                         const int32_t *categories, size_t n_req, int64_t *hits, size_t *n_done, char *err,
-                         size_t errlen) {
-  return process(s, keys, offsets, timestamps, categories, n_req, hits, NULL, n_done, err, errlen);
+int lh_sim_process_batch(lh_sim *s, const int64_t *keys, size_t n_keys, const int64_t *offsets,
+                         const int64_t *timestamps, const int32_t *categories, size_t n_req, int64_t *hits,
+                         size_t *n_done, char *err, size_t errlen) {
+  return process(s, keys, n_keys, offsets, timestamps, categories, n_req, hits, NULL, n_done, err, errlen);
 }
 
-int lh_sim_process_batch_misses(lh_sim *s, const int64_t *keys, const int64_t *offsets, const int64_t *timestamps,
-                                const int32_t *categories, size_t n_req, int64_t *hits, int32_t *outcome,
-                                int64_t *miss_key, int64_t *evicted_at, size_t *n_done, char *err, size_t errlen) {
+int lh_sim_process_batch_misses(lh_sim *s, const int64_t *keys, size_t n_keys, const int64_t *offsets,
+                                const int64_t *timestamps, const int32_t *categories, size_t n_req, int64_t *hits,
+                                int32_t *outcome, int64_t *miss_key, int64_t *evicted_at, size_t *n_done, char *err,
+                                size_t errlen) {
   if (!s->evidence) {
     *n_done = 0;
     s->n_ev = 0;
     return lh_fail(err, errlen, LH_EINVAL, "miss evidence needs a simulator created with LH_SIM_MISS_EVIDENCE");
   }
   miss_out out = {outcome, miss_key, evicted_at};
-  return process(s, keys, offsets, timestamps, categories, n_req, hits, &out, n_done, err, errlen);
+  return process(s, keys, n_keys, offsets, timestamps, categories, n_req, hits, &out, n_done, err, errlen);
 }
 
 size_t lh_sim_evictions(const lh_sim *s, const int64_t **keys, const int64_t **requests) {
@@ -299,8 +296,7 @@ void lh_sim_get_stats(const lh_sim *s, lh_sim_stats *stats) {
   stats->evicted_keys = s->n_ghosts;
   stats->memory_bytes = sizeof *s + lh_keymap_memory(&s->map) + s->cap_slots * sizeof(lh_slot) +
                         s->cap_found * sizeof(uint32_t) + (s->cap_ev_keys + s->cap_ev_reqs) * sizeof(int64_t) +
-                        lh_keymap_memory(&s->ghosts) + s->cap_ghost_ts * sizeof(int64_t) +
-                        s->ops->memory(s->policy);
+                        lh_keymap_memory(&s->ghosts) + s->cap_ghost_ts * sizeof(int64_t) + s->ops->memory(s->policy);
   if (s->ops->stats != NULL) s->ops->stats(s->policy, stats);
 }
 
@@ -319,14 +315,15 @@ int lh_sim_check(const lh_sim *s, char *err, size_t errlen) {
     }
   }
   if (s->ghosts.count != s->n_ghosts) {
-    return lh_fail(err, errlen, LH_EINVAL, "evidence map holds %zu keys but %zu are recorded", s->ghosts.count, s->n_ghosts);
+    return lh_fail(err, errlen, LH_EINVAL, "evidence map holds %zu keys but %zu are recorded", s->ghosts.count,
+                   s->n_ghosts);
   }
-  for (size_t i = 0; s->ghosts.count > 0 && i <= s->ghosts.mask; i++) {
-    const lh_keymap_entry *e = &s->ghosts.entries[i];
-    if (e->val == LH_NIL) continue;
-    if (e->val >= s->n_ghosts || s->ghost_ts[e->val] > s->last_ts) {
+  for (size_t i = 0; i < lh_keymap_capacity(&s->ghosts); i++) {
+    uint32_t g = lh_keymap_val(&s->ghosts, i);
+    if (g == LH_NIL) continue;
+    if (g >= s->n_ghosts || s->ghost_ts[g] > s->last_ts) {
       return lh_fail(err, errlen, LH_EINVAL, "evicted key %lld has no eviction time or one in the future",
-                     (long long)e->key);
+                     (long long)lh_keymap_key(&s->ghosts, i));
     }
   }
   if (s->ops->check != NULL) return s->ops->check(s->policy, s->slots, s->n_slots, err, errlen);
@@ -342,8 +339,8 @@ int lh_list_check(const lh_slot_list *l, const lh_slot *slots, int by_seq, const
       return lh_fail(err, errlen, LH_EINVAL, "%s: not ordered by last access at slot %u", what, s);
     }
     prev = s;
-    if (++len > l->len) return lh_fail(err, errlen, LH_EINVAL, "%s: longer than its length %llu", what,
-                                       (unsigned long long)l->len);
+    if (++len > l->len)
+      return lh_fail(err, errlen, LH_EINVAL, "%s: longer than its length %llu", what, (unsigned long long)l->len);
   }
   if (prev != l->tail || len != l->len) return lh_fail(err, errlen, LH_EINVAL, "%s: bad tail or length", what);
   return LH_OK;

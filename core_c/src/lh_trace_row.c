@@ -112,7 +112,12 @@ lh_printable lh_row_shown(const char *s, size_t n) {
   for (size_t i = 0; i < n && w + 5 < sizeof out.text; i++) {
     unsigned char c = (unsigned char)s[i];
     if (c < 0x20 || c == 0x7f) {
-      w += (size_t)snprintf(out.text + w, sizeof out.text - w, c == '\n' ? "\\n" : c == '\r' ? "\\r" : c == '\t' ? "\\t" : "\\x%02x", c);
+      w += (size_t)snprintf(out.text + w, sizeof out.text - w,
+                            c == '\n'   ? "\\n"
+                            : c == '\r' ? "\\r"
+                            : c == '\t' ? "\\t"
+                                        : "\\x%02x",
+                            c);
     } else {
       out.text[w++] = (char)c;
     }

@@ -26,8 +26,8 @@ int lh_scan_create(lh_scan **out, char *err, size_t errlen) {
 
 void lh_scan_destroy(lh_scan *s) {
   if (s == NULL) return;
-  lh_vec *all[] = {&s->line,   &s->kind, &s->ts,  &s->input_len, &s->key_off, &s->keys, &s->id_off,
-                   &s->ids,    &s->instance, &s->label, &s->turn, &s->str};
+  lh_vec *all[] = {&s->line,   &s->kind, &s->ts,       &s->input_len, &s->key_off, &s->keys,
+                   &s->id_off, &s->ids,  &s->instance, &s->label,     &s->turn,    &s->str};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) free(all[i]->data);
   lh_intern_free(&s->instances);
   lh_intern_free(&s->labels);
@@ -85,14 +85,15 @@ static int scan_line(lh_scan *s, const lh_trace_rule *rule, const char *p, const
   return st;
 }
 
-int lh_scan_chunk(lh_scan *s, int format, const char *buf, size_t len, int64_t first_line,
-                  int64_t trace_block_size, lh_scan_result *res, char *err, size_t errlen) {
+int lh_scan_chunk(lh_scan *s, int format, const char *buf, size_t len, int64_t first_line, int64_t trace_block_size,
+                  lh_scan_result *res, char *err, size_t errlen) {
   memset(res, 0, sizeof *res);
   const lh_trace_format *fmt = lh_trace_format_find(format);
   if (fmt == NULL) return lh_fail(err, errlen, LH_EINVAL, "unknown trace format code %d", format);
   if (trace_block_size <= 0) return lh_fail(err, errlen, LH_EINVAL, "trace block size must be positive");
   if (lh_vec_reserve(&s->key_off, 1, sizeof(int64_t)) || lh_vec_reserve(&s->id_off, 1, sizeof(int64_t)) ||
-      lh_vec_reserve(&s->instances.offsets, 1, sizeof(int64_t)) || lh_vec_reserve(&s->labels.offsets, 1, sizeof(int64_t))) {
+      lh_vec_reserve(&s->instances.offsets, 1, sizeof(int64_t)) ||
+      lh_vec_reserve(&s->labels.offsets, 1, sizeof(int64_t))) {
     return lh_fail(err, errlen, LH_ENOMEM, "out of memory scanning a trace chunk");
   }
   reset_outputs(s);

@@ -10,12 +10,12 @@
 
 static int failures = 0;
 
-#define CHECK(cond)                                                                 \
-  do {                                                                              \
-    if (!(cond)) {                                                                  \
-      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);      \
-      failures++;                                                                   \
-    }                                                                               \
+#define CHECK(cond)                                                            \
+  do {                                                                         \
+    if (!(cond)) {                                                             \
+      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
+      failures++;                                                              \
+    }                                                                          \
   } while (0)
 
 static uint64_t rng_state = 0x9E3779B97F4A7C15ULL;
@@ -40,9 +40,11 @@ static inline char *mutated(const char *seed, int max_edits, const char *alphabe
   for (int e = 0; e < edits; e++) {
     size_t at = n ? (size_t)(rnd() % n) : 0;
     switch (rnd() % 3) {
-      case 0: n = at; break;                                  /* truncate */
-      case 1: if (n) text[at] = alphabet[rnd() % k]; break;   /* overwrite */
-      default:                                                /* insert */
+      case 0: n = at; break; /* truncate */
+      case 1:
+        if (n) text[at] = alphabet[rnd() % k];
+        break; /* overwrite */
+      default: /* insert */
         if (n < room) {
           memmove(text + at + 1, text + at, n - at);
           text[at] = alphabet[rnd() % k];

@@ -17,8 +17,7 @@ static size_t run1(lh_lane *lane, const int64_t *keys, size_t n, int64_t now, in
   uint8_t cut;
   size_t done = 0;
   char err[LH_ERR_LEN];
-  int st = lh_lane_process_batch(lane, keys, offsets, &now, 1, segs, seg_offsets, &cut, &done, err,
-                                 sizeof err);
+  int st = lh_lane_process_batch(lane, keys, n, offsets, &now, 1, segs, seg_offsets, &cut, &done, err, sizeof err);
   CHECK(st == LH_OK);
   return (size_t)seg_offsets[1];
 }
@@ -84,8 +83,7 @@ static void test_batch_error_index(void) {
   CHECK(lh_lane_create(&lane, 0, 0, err, sizeof err) == LH_OK);
   int64_t keys[] = {1, 2, 3, 4}, offsets[] = {0, 2, 1, 4}, segs[8], seg_offsets[4];
   size_t done = 99;
-  int st = lh_lane_process_batch(lane, keys, offsets, NULL, 3, segs, seg_offsets, NULL, &done, err,
-                                 sizeof err);
+  int st = lh_lane_process_batch(lane, keys, 4, offsets, NULL, 3, segs, seg_offsets, NULL, &done, err, sizeof err);
   CHECK(st == LH_EINVAL && done == 1 && strstr(err, "offsets") != NULL);
   lh_lane_stats s;
   lh_lane_get_stats(lane, &s);
@@ -93,8 +91,21 @@ static void test_batch_error_index(void) {
   lh_lane_destroy(lane);
   CHECK(lh_lane_create(&lane, 10, 0, err, sizeof err) == LH_OK);
   int64_t good[] = {0, 2};
-  CHECK(lh_lane_process_batch(lane, keys, good, NULL, 1, segs, seg_offsets, NULL, &done, err,
-                              sizeof err) == LH_EINVAL);
+  CHECK(lh_lane_process_batch(lane, keys, 4, good, NULL, 1, segs, seg_offsets, NULL, &done, err, sizeof err) ==
+        LH_EINVAL);
+  lh_lane_destroy(
+      lane); /* a request that would read past the keys, or before them, fails before anything is read (lh_batch.h) */
+  CHECK(lh_lane_create(&lane, 0, 0, err, sizeof err) == LH_OK);
+  int64_t past[] = {0, 5, 3}, before[] = {-1, 2};
+  st = lh_lane_process_batch(lane, keys, 4, past, NULL, 2, segs, seg_offsets, NULL, &done, err, sizeof err);
+  CHECK(st == LH_EINVAL && done == 0 &&
+        strstr(err, "request 0: offsets must be non-decreasing and within keys (0 .. 5 of 4)") != NULL);
+  st = lh_lane_process_batch(lane, keys, 4, before, NULL, 1, segs, seg_offsets, NULL, &done, err, sizeof err);
+  CHECK(st == LH_EINVAL && done == 0 &&
+        strstr(err, "request 0: offsets must be non-decreasing and within keys (-1 .. 2 of 4)") != NULL);
+  lh_lane_get_stats(lane, &s);
+  CHECK(s.requests == 0 && s.unique_blocks == 0);
+  CHECK(lh_lane_check(lane, err, sizeof err) == LH_OK);
   lh_lane_destroy(lane);
 }
 
@@ -107,18 +118,15 @@ static void test_normalize_and_hash(void) {
   int64_t len = 0;
   char err[LH_ERR_LEN];
   CHECK(lh_normalize(raw, 4, 16, 8, 4, 1, out, &n, &len, err, sizeof err) == LH_OK);
-  CHECK(n == 2 && len == 16 && out[0] == INT64_C(-8366447756632839738) &&
-        out[1] == INT64_C(527151483457094799));
+  CHECK(n == 2 && len == 16 && out[0] == INT64_C(-8366447756632839738) && out[1] == INT64_C(527151483457094799));
   CHECK(lh_normalize(raw, 2, 21, 8, 4, 0, out, &n, &len, err, sizeof err) == LH_EINVAL);
   CHECK(lh_normalize(raw, 1, 4, 6, 4, 0, out, &n, &len, err, sizeof err) == LH_EINVAL);
   CHECK(lh_normalize(raw, 1, -1, 4, 0, 0, out, &n, &len, err, sizeof err) == LH_EINVAL);
   CHECK(lh_normalize(raw, 1, 0, 0, 0, 0, out, &n, &len, err, sizeof err) == LH_EINVAL);
-  CHECK(lh_normalize(raw, 4, 0, INT64_MAX, INT64_MAX / 2, 0, out, &n, &len, err, sizeof err) ==
-        LH_EINVAL);
+  CHECK(lh_normalize(raw, 4, 0, INT64_MAX, INT64_MAX / 2, 0, out, &n, &len, err, sizeof err) == LH_EINVAL);
   int64_t offsets[] = {0, 2, 4}, lens[] = {8, 3}, ok[4], ooff[3], olen[2];
   size_t done = 0;
-  CHECK(lh_normalize_batch(raw, offsets, lens, NULL, 2, 4, 0, 0, ok, ooff, olen, &done, err,
-                           sizeof err) == LH_EINVAL &&
+  CHECK(lh_normalize_batch(raw, offsets, lens, NULL, 2, 4, 0, 0, ok, ooff, olen, &done, err, sizeof err) == LH_EINVAL &&
         done == 1);
   CHECK(strcmp(lh_status_name(LH_EPARSE), "LH_EPARSE") == 0);
 }
@@ -154,8 +162,7 @@ static void naive_touch(naive *o, int64_t k, int64_t now) {
 }
 
 /* Prefix hits at capacity cap (0 = infinite) on the snapshot. */
-static uint64_t naive_hits(const naive *o, const int64_t *keys, size_t n, uint64_t cap,
-                           int64_t now, int64_t ttl) {
+static uint64_t naive_hits(const naive *o, const int64_t *keys, size_t n, uint64_t cap, int64_t now, int64_t ttl) {
   uint64_t hits = 0;
   for (size_t i = 0; i < n; i++) {
     size_t at = naive_find(o, keys[i]);
@@ -166,7 +173,6 @@ static uint64_t naive_hits(const naive *o, const int64_t *keys, size_t n, uint64
   }
   return hits;
 }
-
 
 static void test_random_against_naive(int64_t ttl, unsigned flags, size_t requests) {
   lh_lane *lane = NULL;

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lh_hash.h"
 #include "lh_test.h"
 #include "litehit.h"
 
@@ -78,23 +79,13 @@ static lh_evidence_stats stats_of(lh_evidence *ev) {
 
 static int same_stats(const lh_evidence_stats *a, const lh_evidence_stats *b) {
   return a->resident == b->resident && a->evidence == b->evidence && a->expired == b->expired &&
-         a->filter_bits == b->filter_bits && a->filter_set == b->filter_set &&
-         a->filter_inserts == b->filter_inserts && a->resident_bytes == b->resident_bytes &&
-         a->evidence_bytes == b->evidence_bytes && a->filter_bytes == b->filter_bytes && a->bucket == b->bucket &&
-         a->last_batch == b->last_batch;
+         a->filter_bits == b->filter_bits && a->filter_set == b->filter_set && a->filter_inserts == b->filter_inserts &&
+         a->resident_bytes == b->resident_bytes && a->evidence_bytes == b->evidence_bytes &&
+         a->filter_bytes == b->filter_bytes && a->bucket == b->bucket && a->last_batch == b->last_batch;
 }
 
-/* The splitmix64 finalizer the tables and the filter hash with (lh_evidence.c), and its inverse:
- * unmix(h) is a digest whose table home is h & mask, so keys can be made to collide. */
-static uint64_t mix64(uint64_t x) {
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ULL;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebULL;
-  x ^= x >> 31;
-  return x;
-}
-
+/* The inverse of lh_mix64 (lh_hash.h), which the tables and the filter hash with: unmix(h) is a
+ * digest whose table home is h & mask, so keys can be made to collide. */
 static uint64_t inverse_odd(uint64_t c) {
   uint64_t inv = c; /* Newton: each step doubles the correct low bits (c * c == 1 mod 8) */
   for (int i = 0; i < 6; i++) inv *= 2 - c * inv;
@@ -441,12 +432,12 @@ static void test_errors(void) {
   for (int i = 0; i < 500; i++) big[i] = 100 + i;
   uint8_t kinds[3] = {STORED, REMOVED, STORED};
   int64_t offsets[4] = {0, 450, 500, 500};
-  EXPECT_REJECTED(ev, 4, kinds, offsets, 3, big, "batch");              /* not increasing */
-  EXPECT_REJECTED(ev, 3, kinds, offsets, 3, big, "batch");              /* decreasing */
-  EXPECT_REJECTED(ev, 0, kinds, offsets, 3, big, "batch");              /* 0 is never a batch */
+  EXPECT_REJECTED(ev, 4, kinds, offsets, 3, big, "batch"); /* not increasing */
+  EXPECT_REJECTED(ev, 3, kinds, offsets, 3, big, "batch"); /* decreasing */
+  EXPECT_REJECTED(ev, 0, kinds, offsets, 3, big, "batch"); /* 0 is never a batch */
   EXPECT_REJECTED(ev, LH_EVIDENCE_MAX_BATCH + 1u, kinds, offsets, 3, big, "batch");
   EXPECT_REJECTED(ev, UINT32_MAX, kinds, offsets, 3, big, "batch");
-  EXPECT_REJECTED(ev, 4, NULL, NULL, 0, NULL, "batch");                 /* even with no events */
+  EXPECT_REJECTED(ev, 4, NULL, NULL, 0, NULL, "batch"); /* even with no events */
   uint8_t bad_kind[3] = {STORED, REMOVED, 3};
   EXPECT_REJECTED(ev, 5, bad_kind, offsets, 3, big, "kind");
   bad_kind[2] = 255;
@@ -895,7 +886,8 @@ static void test_growth(void) {
   /* some of the removed stored again (their removal evidence stays, hidden) */
   size_t n = 0;
   for (size_t i = 0; i < N && n < PER_BATCH; i++) {
-    if (state[i] == G_REMOVED && rnd() % 4 == 0) d[n++] = growth_digest(i), state[i] = G_RESIDENT, batch_of[i] = batch + 1;
+    if (state[i] == G_REMOVED && rnd() % 4 == 0)
+      d[n++] = growth_digest(i), state[i] = G_RESIDENT, batch_of[i] = batch + 1;
   }
   apply1(ev, ++batch, STORED, d, n);
   CHECK(stats_of(ev).evidence == removed);
@@ -1000,7 +992,7 @@ out:
 }
 
 int main(void) {
-  CHECK(unmix64(mix64(12345)) == 12345 && mix64(unmix64(0xfeedULL)) == 0xfeedULL);
+  CHECK(unmix64(lh_mix64(12345)) == 12345 && lh_mix64(unmix64(0xfeedULL)) == 0xfeedULL);
   test_store_remove_store();
   test_cleared();
   test_expiry_boundaries();

@@ -37,13 +37,17 @@ static void test_standard(lh_scan *s) {
       {"{\"instance_id\":\"i\",\"timestamp_ns\":1,\"keys\":[],\"input_len\":1}", "missing string field: type"},
       {"{\"type\":\"x\",\"instance_id\":\"i\",\"timestamp_ns\":1,\"keys\":[]}", "unknown trace type: x"},
       {"{\"type\":\"get\",\"instance_id\":\"\",\"timestamp_ns\":1,\"keys\":[]}", "missing non-empty string field"},
-      {"{\"type\":\"get\",\"instance_id\":\"i\",\"timestamp_ns\":1.5,\"keys\":[]}", "missing integer field: timestamp_ns"},
+      {"{\"type\":\"get\",\"instance_id\":\"i\",\"timestamp_ns\":1.5,\"keys\":[]}",
+       "missing integer field: timestamp_ns"},
       {"{\"type\":\"get\",\"instance_id\":\"i\",\"timestamp_ns\":1,\"keys\":3}", "missing array field: keys"},
       {"{\"type\":\"get\",\"instance_id\":\"i\",\"timestamp_ns\":1,\"keys\":[]}", "missing integer field: input_len"},
-      {"{\"type\":\"get\",\"instance_id\":\"i\",\"timestamp_ns\":1,\"keys\":[],\"input_len\":\"4\"}", "non-integer field"},
-      {"{\"type\":\"get\",\"instance_id\":\"i\",\"timestamp_ns\":1,\"keys\":[1e3],\"input_len\":4}", "failed to parse get"},
+      {"{\"type\":\"get\",\"instance_id\":\"i\",\"timestamp_ns\":1,\"keys\":[],\"input_len\":\"4\"}",
+       "non-integer field"},
+      {"{\"type\":\"get\",\"instance_id\":\"i\",\"timestamp_ns\":1,\"keys\":[1e3],\"input_len\":4}",
+       "failed to parse get"},
       {"{\"type\":\"get\",\"instance_id\":\"i\",\"timestamp_ns\":0,\"keys\":[],\"input_len\":4}", "failed to validate"},
-      {"{\"type\":\"get\",\"instance_id\":\"i\",\"timestamp_ns\":1,\"keys\":[99999999999999999999]}", "missing integer"},
+      {"{\"type\":\"get\",\"instance_id\":\"i\",\"timestamp_ns\":1,\"keys\":[99999999999999999999]}",
+       "missing integer"},
       {"{\"type\":\"get\"", "invalid JSON: expected ',' or '}' at column 14"},
       {"{\"type\":\"ge", "invalid JSON: unterminated string"},
       {"[1]", "invalid JSON: expected a JSON object"},
@@ -71,10 +75,12 @@ static void test_standard(lh_scan *s) {
 static void test_other_formats(lh_scan *s) {
   lh_scan_result r;
   char err[LH_ERR_LEN];
-  CHECK(scan(s, LH_FMT_MOONCAKE, "{\"timestamp\": 7, \"input_length\": 40, \"hash_ids\": [1, 2, 3]}", &r, err) == LH_OK);
+  CHECK(scan(s, LH_FMT_MOONCAKE, "{\"timestamp\": 7, \"input_length\": 40, \"hash_ids\": [1, 2, 3]}", &r, err) ==
+        LH_OK);
   CHECK(r.n_rows == 1 && r.timestamp[0] == 7000000 && r.n_keys == 2 && r.ids[0] == '1' && r.instance[0] == -1);
   CHECK(scan(s, LH_FMT_QWEN,
-             "{\"chat_id\":159,\"timestamp\":61.114,\"input_length\":33,\"type\":\"text\",\"turn\":2,\"hash_ids\":[5,6,7]}",
+             "{\"chat_id\":159,\"timestamp\":61.114,\"input_length\":33,\"type\":\"text\",\"turn\":2,\"hash_ids\":[5,6,"
+             "7]}",
              &r, err) == LH_OK);
   CHECK(r.timestamp[0] == (int64_t)(61.114 * 1000000000.0) && r.n_keys == 2 && r.turn[0] == 2 && r.n_labels == 1);
   CHECK(memcmp(r.ids, "159", 3) == 0 && memcmp(r.label_names, "text", 4) == 0);
@@ -85,8 +91,8 @@ static void test_other_formats(lh_scan *s) {
       "{\"id\":\"x1\",\"source\":\"s\",\"type\":\"Other\",\"trigger_time_us\":13,\"keys\":[]}\n";
   CHECK(scan(s, LH_FMT_PUBLISHER, log, &r, err) == LH_OK);
   CHECK(r.n_rows == 2 && r.timestamp[0] == 10000 && r.input_len[0] == 0 && r.n_keys == 2);
-  CHECK(scan(s, LH_FMT_PUBLISHER, "{\"source\":\"s\",\"type\":\"Evict\",\"trigger_time_us\":1,\"keys\":[4]}", &r, err) ==
-        LH_EPARSE);
+  CHECK(scan(s, LH_FMT_PUBLISHER, "{\"source\":\"s\",\"type\":\"Evict\",\"trigger_time_us\":1,\"keys\":[4]}", &r,
+             err) == LH_EPARSE);
   CHECK(strstr(err, "unsupported event type Evict with keys") != NULL);
   CHECK(lh_scan_chunk(s, 99, "{}", 2, 1, 16, &r, err, LH_ERR_LEN) == LH_EINVAL);
   CHECK(lh_scan_chunk(s, LH_FMT_MOONCAKE, "{}", 2, 1, 0, &r, err, LH_ERR_LEN) == LH_EINVAL);
@@ -173,10 +179,12 @@ static void test_render(void) {
 static void test_fuzz(lh_scan *s) {
   const char *seeds[] = {
       "{\"type\":\"get\",\"instance_id\":\"i1\",\"trace_id\":\"t\\\"x\",\"timestamp_ns\":5,\"keys\":[1,-2,3],"
-      "\"input_len\":48,\"block_mask\":[true],\"sw_size\":0}\n{\"type\":\"write\",\"instance_id\":\"i1\",\"timestamp_ns\":6,"
+      "\"input_len\":48,\"block_mask\":[true],\"sw_size\":0}\n{\"type\":\"write\",\"instance_id\":\"i1\",\"timestamp_"
+      "ns\":6,"
       "\"keys\":[9]}\n",
       "{\"timestamp\": 7, \"input_length\": 4000, \"output_length\": 1, \"hash_ids\": [1, 2, 3, 4, 5, 6, 7, 8]}\n",
-      "{\"chat_id\":\"c\\u0041\",\"timestamp\":6.1e1,\"input_length\":33,\"type\":\"t\",\"turn\":2,\"hash_ids\":[5,6,7]}\n",
+      "{\"chat_id\":\"c\\u0041\",\"timestamp\":6.1e1,\"input_length\":33,\"type\":\"t\",\"turn\":2,\"hash_ids\":[5,6,7]"
+      "}\n",
       "{\"id\":\"g1\",\"source\":\"s\",\"type\":\"GetCacheLocation\",\"trigger_time_us\":10,\"keys\":[1,2]}\n",
   };
   const int formats[] = {LH_FMT_STANDARD, LH_FMT_MOONCAKE, LH_FMT_QWEN, LH_FMT_PUBLISHER};

@@ -26,7 +26,7 @@ static void run_keys(lh_sim *s, const int64_t *keys, size_t n, int64_t *out) {
     int32_t cat = 0;
     size_t done = 0;
     char err[LH_ERR_LEN];
-    CHECK(lh_sim_process_batch(s, &keys[i], offsets, &ts, &cat, 1, &out[i], &done, err, sizeof err) == LH_OK);
+    CHECK(lh_sim_process_batch(s, &keys[i], 1, offsets, &ts, &cat, 1, &out[i], &done, err, sizeof err) == LH_OK);
     CHECK(lh_sim_check(s, err, sizeof err) == LH_OK);
   }
 }
@@ -46,7 +46,10 @@ static void test_golden(void) {
   const struct {
     int policy;
     const int64_t *want;
-  } cases[] = {{LH_POLICY_LRU, lru}, {LH_POLICY_FIFO, fifo}, {LH_POLICY_LFU, lfu}, {LH_POLICY_GDFS, gdfs},
+  } cases[] = {{LH_POLICY_LRU, lru},
+               {LH_POLICY_FIFO, fifo},
+               {LH_POLICY_LFU, lfu},
+               {LH_POLICY_GDFS, gdfs},
                {LH_POLICY_WA, lru}}; /* wa before its first fit (refit 5 s) is exactly lru */
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
     lh_sim *s = make(cases[c].policy, 2);
@@ -70,15 +73,19 @@ static void test_errors(void) {
   int64_t keys[] = {1, 2}, offsets[] = {0, 1, 2}, ts[] = {5, 4}, hits[2];
   int32_t cats[] = {0, 0};
   size_t done = 9;
-  CHECK(lh_sim_process_batch(s, keys, offsets, ts, cats, 2, hits, &done, err, sizeof err) == LH_EINVAL);
+  CHECK(lh_sim_process_batch(s, keys, 2, offsets, ts, cats, 2, hits, &done, err, sizeof err) == LH_EINVAL);
   CHECK(done == 1 && strstr(err, "before the previous") != NULL);
   int32_t bad_cat[] = {-1};
   int64_t ts2[] = {6};
-  CHECK(lh_sim_process_batch(s, keys, offsets, ts2, bad_cat, 1, hits, &done, err, sizeof err) == LH_EINVAL);
+  CHECK(lh_sim_process_batch(s, keys, 2, offsets, ts2, bad_cat, 1, hits, &done, err, sizeof err) == LH_EINVAL);
   CHECK(done == 0);
+  /* offsets (lh_batch.h): the second request would read past the two keys, the first one is applied */
+  int64_t past[] = {1, 2, 3}, ts3[] = {6, 7};
+  CHECK(lh_sim_process_batch(s, keys, 2, past, ts3, cats, 2, hits, &done, err, sizeof err) == LH_EINVAL);
+  CHECK(done == 1 && strstr(err, "request 1: offsets must be non-decreasing and within keys (2 .. 3 of 2)") != NULL);
   lh_sim_stats st;
   lh_sim_get_stats(s, &st);
-  CHECK(st.requests == 1 && st.resident == 1);
+  CHECK(st.requests == 2 && st.resident == 2);
   lh_sim_destroy(s);
 }
 
@@ -114,19 +121,21 @@ static void test_random(int contract) {
   CHECK(lh_lane_create(&lane, 0, 0, err, sizeof err) == LH_OK);
   int64_t *segs = malloc(2 * (size_t)offsets[N] * sizeof *segs), *seg_offsets = malloc((N + 1) * sizeof *seg_offsets);
   size_t done = 0;
-  CHECK(lh_lane_process_batch(lane, keys, offsets, ts, N, segs, seg_offsets, NULL, &done, err, sizeof err) == LH_OK);
+  CHECK(lh_lane_process_batch(lane, keys, (size_t)offsets[N], offsets, ts, N, segs, seg_offsets, NULL, &done, err,
+                              sizeof err) == LH_OK);
   for (int policy = LH_POLICY_LRU; policy <= LH_POLICY_WA; policy++) {
     for (size_t c = 0; c < CAPS; c++) {
       lh_sim *s = make(policy, caps[c]);
       for (size_t r = 0; r < N; r++) { /* one request per call: invariants after each */
-        CHECK(lh_sim_process_batch(s, keys, offsets + r, ts + r, cats + r, 1, hits + r, &done, err, sizeof err) ==
-              LH_OK);
+        CHECK(lh_sim_process_batch(s, keys, (size_t)offsets[N], offsets + r, ts + r, cats + r, 1, hits + r, &done, err,
+                                   sizeof err) == LH_OK);
         if (r % 97 == 0 || caps[c] < 4) CHECK(lh_sim_check(s, err, sizeof err) == LH_OK);
       }
       CHECK(lh_sim_check(s, err, sizeof err) == LH_OK);
       if (policy == LH_POLICY_LRU) {
         for (size_t r = 0; r < N; r++) {
-          uint64_t want = lh_project_blocks(segs + 2 * seg_offsets[r], (size_t)(seg_offsets[r + 1] - seg_offsets[r]), caps[c]);
+          uint64_t want =
+              lh_project_blocks(segs + 2 * seg_offsets[r], (size_t)(seg_offsets[r + 1] - seg_offsets[r]), caps[c]);
           CHECK(contract ? (uint64_t)hits[r] == want : (uint64_t)hits[r] >= want);
         }
       }
@@ -156,9 +165,10 @@ static void test_evidence_golden(void) {
   lh_sim *s = NULL;
   char err[LH_ERR_LEN];
   size_t done = 0;
-  CHECK(lh_sim_create(&s, LH_POLICY_LRU, 2, NULL, LH_SIM_RECORD_EVICTIONS | LH_SIM_MISS_EVIDENCE, err, sizeof err) == LH_OK);
-  CHECK(lh_sim_process_batch_misses(s, keys, offsets, ts, cats, 5, hits, outcome, miss_key, at, &done, err, sizeof err) ==
+  CHECK(lh_sim_create(&s, LH_POLICY_LRU, 2, NULL, LH_SIM_RECORD_EVICTIONS | LH_SIM_MISS_EVIDENCE, err, sizeof err) ==
         LH_OK);
+  CHECK(lh_sim_process_batch_misses(s, keys, sizeof keys / sizeof keys[0], offsets, ts, cats, 5, hits, outcome,
+                                    miss_key, at, &done, err, sizeof err) == LH_OK);
   CHECK(done == 5 && lh_sim_check(s, err, sizeof err) == LH_OK);
   CHECK(memcmp(hits, want_hits, sizeof hits) == 0 && memcmp(outcome, want_outcome, sizeof outcome) == 0);
   CHECK(memcmp(miss_key, want_key, sizeof miss_key) == 0 && memcmp(at, want_at, sizeof at) == 0);
@@ -167,8 +177,8 @@ static void test_evidence_golden(void) {
   CHECK(st.evictions == 5 && st.peak_evictions_per_s == 2 && st.peak_second == 25 && st.evicted_keys == 3);
   /* a full hit: [2] is resident after the last request */
   int64_t again[] = {2}, one[] = {0, 1}, later = 101 * S;
-  CHECK(lh_sim_process_batch_misses(s, again, one, &later, cats, 1, hits, outcome, miss_key, at, &done, err, sizeof err) ==
-        LH_OK);
+  CHECK(lh_sim_process_batch_misses(s, again, 1, one, &later, cats, 1, hits, outcome, miss_key, at, &done, err,
+                                    sizeof err) == LH_OK);
   CHECK(hits[0] == 1 && outcome[0] == LH_SIM_FULL_HIT && miss_key[0] == 0 && at[0] == 0);
   lh_sim_destroy(s);
 }
@@ -181,7 +191,7 @@ static void test_evidence_errors(void) {
   int64_t keys[] = {1}, offsets[] = {0, 1}, ts[] = {0}, hits[1], key[1], at[1];
   int32_t cats[] = {0}, outcome[1];
   size_t done = 9;
-  CHECK(lh_sim_process_batch_misses(s, keys, offsets, ts, cats, 1, hits, outcome, key, at, &done, err, sizeof err) ==
+  CHECK(lh_sim_process_batch_misses(s, keys, 1, offsets, ts, cats, 1, hits, outcome, key, at, &done, err, sizeof err) ==
         LH_EINVAL);
   CHECK(done == 0 && strstr(err, "LH_SIM_MISS_EVIDENCE") != NULL);
   lh_sim_stats st;
@@ -211,7 +221,7 @@ static void test_evidence_random(void) {
         for (int64_t j = 0; j < offsets[1]; j++) keys[j] = (int64_t)(rnd() % 40);
         now += (int64_t)(rnd() % 4) * (S / 3);
         size_t done = 0;
-        CHECK(lh_sim_process_batch_misses(s, keys, offsets, &now, &cat, 1, &hits, &outcome, &key, &at, &done, err,
+        CHECK(lh_sim_process_batch_misses(s, keys, 8, offsets, &now, &cat, 1, &hits, &outcome, &key, &at, &done, err,
                                           sizeof err) == LH_OK);
         int64_t want_at = 0;
         int found = 0;

@@ -51,10 +51,12 @@ static void feed(lh_lane *lane, lh_profile *p, const int64_t *keys, const int64_
   char err[LH_ERR_LEN] = "";
   CHECK(segs != NULL && seg_offsets != NULL);
   if (segs == NULL || seg_offsets == NULL) goto out;
-  CHECK(lh_lane_process_batch(lane, keys, offsets, ts, n, segs, seg_offsets, NULL, &done, err, sizeof err) == LH_OK);
+  CHECK(lh_lane_process_batch(lane, keys, (size_t)offsets[n], offsets, ts, n, segs, seg_offsets, NULL, &done, err,
+                              sizeof err) == LH_OK);
   CHECK(done == n);
   done = 99;
-  int st = lh_profile_record_batch(p, keys, offsets, ts, cats, n, segs, seg_offsets, hits, &done, err, sizeof err);
+  int st = lh_profile_record_batch(p, keys, (size_t)offsets[n], offsets, ts, cats, n, segs, (size_t)seg_offsets[n],
+                                   seg_offsets, hits, &done, err, sizeof err);
   CHECK(st == LH_OK);
   if (st != LH_OK) fprintf(stderr, "  record_batch: %s\n", err);
   CHECK(done == n);
@@ -68,11 +70,13 @@ out:
   free(seg_offsets);
 }
 
-/* Records with hand-made curves; returns the status. */
+/* Records with hand-made curves (keys and segments end where the last request's do); returns the status. */
 static int record(lh_profile *p, const int64_t *keys, const int64_t *offsets, const int64_t *ts, const int32_t *cats,
                   size_t n, const int64_t *segs, const int64_t *seg_offsets, int64_t *hits, size_t *done) {
   char err[LH_ERR_LEN] = "";
-  int st = lh_profile_record_batch(p, keys, offsets, ts, cats, n, segs, seg_offsets, hits, done, err, sizeof err);
+  size_t n_keys = offsets[n] > 0 ? (size_t)offsets[n] : 0, n_segs = seg_offsets[n] > 0 ? (size_t)seg_offsets[n] : 0;
+  int st = lh_profile_record_batch(p, keys, n_keys, offsets, ts, cats, n, segs, n_segs, seg_offsets, hits, done, err,
+                                   sizeof err);
   if (st != LH_OK) CHECK(err[0] != '\0'); /* a failure always says why */
   return st;
 }
@@ -422,8 +426,11 @@ typedef struct bad_case {
 } bad_case;
 
 /* the good batch: t120 cat 0 [1 4] (1,1); t130 cat 0 [2 5] (1,1); t1000 cat 1 [1 2 3 6] (1,1)(3,2) */
+/* (the formatter cannot see through a braced list in a macro, so it leaves these and the table alone) */
+/* clang-format off */
 #define GOOD_KEYS {1, 4, 2, 5, 1, 2, 3, 6}
 #define GOOD_KEYS_LAST(a, b, c, d) {1, 4, 2, 5, a, b, c, d}
+/* clang-format on */
 
 static void prefix(lh_profile *p) {
   int64_t hits[2];
@@ -432,6 +439,7 @@ static void prefix(lh_profile *p) {
 }
 
 static void test_errors(void) {
+  /* clang-format off */
   const bad_case good = {"good", GOOD_KEYS, {0, 2, 4, 8}, {120, 130, 1000}, {0, 0, 1}, {1, 1, 1, 1, 1, 1, 3, 2},
                          {0, 1, 2, 4}, 0};
   const int64_t big = (INT64_C(1) << 61) + 1;
@@ -469,13 +477,13 @@ static void test_errors(void) {
       {"threshold needing terabytes", GOOD_KEYS, {0, 2, 4, 8}, {120, 130, 1000}, {0, 0, 1},
        {1, 1, 1, 1, 1, 1, INT64_C(1) << 40, 1}, {0, 1, 2, 4}, 1},
   };
+  /* clang-format on */
   int64_t hits[3];
   size_t done = 0;
   /* the good batch passes */
   lh_profile *p = new_profile(100);
   prefix(p);
-  CHECK(record(p, good.keys, good.offsets, good.ts, good.cats, 3, good.segs, good.seg_offsets, hits, &done) ==
-        LH_OK);
+  CHECK(record(p, good.keys, good.offsets, good.ts, good.cats, 3, good.segs, good.seg_offsets, hits, &done) == LH_OK);
   CHECK(done == 3 && hits[0] == 1 && hits[1] == 1 && hits[2] == 3);
   lh_profile_destroy(p);
 
@@ -489,8 +497,8 @@ static void test_errors(void) {
     hits[0] = hits[1] = -1;
     char err[LH_ERR_LEN] = "";
     int st =
-        lh_profile_record_batch(p, b->keys, b->offsets, b->ts, b->cats, 3, b->segs, b->seg_offsets, hits, &done, err,
-                                sizeof err);
+        lh_profile_record_batch(p, b->keys, sizeof b->keys / sizeof b->keys[0], b->offsets, b->ts, b->cats, 3, b->segs,
+                                sizeof b->segs / sizeof b->segs[0] / 2, b->seg_offsets, hits, &done, err, sizeof err);
     int status_ok = b->any_status ? st != LH_OK : st == LH_EINVAL;
     if (!status_ok || done != 2 || err[0] == '\0') {
       fprintf(stderr, "  error case '%s': status %d done %zu err '%s'\n", b->what, st, done, err);
@@ -508,8 +516,8 @@ static void test_errors(void) {
     CHECK(record(p, good.keys, &good.offsets[2], &good.ts[2], &good.cats[2], 1, good.segs, &good.seg_offsets[2], hits,
                  &done) == LH_OK);
     CHECK(hits[0] == 3);
-    CHECK(record(ref, good.keys, &good.offsets[2], &good.ts[2], &good.cats[2], 1, good.segs, &good.seg_offsets[2],
-                 hits, &done) == LH_OK);
+    CHECK(record(ref, good.keys, &good.offsets[2], &good.ts[2], &good.cats[2], 1, good.segs, &good.seg_offsets[2], hits,
+                 &done) == LH_OK);
     before = failures;
     CHECK_SAME(p, ref);
     if (failures != before) fprintf(stderr, "  ... continuing after error case '%s'\n", b->what);
@@ -532,6 +540,12 @@ static void test_errors(void) {
   /* an empty batch */
   done = 99;
   CHECK(record(p, k1, o1, t1, c1, 0, s1, so1, hits, &done) == LH_OK && done == 0);
+  /* curve offsets past the segments (lh_batch.h) */
+  int64_t so_past[] = {0, 2};
+  char msg[LH_ERR_LEN] = "";
+  CHECK(lh_profile_record_batch(p, k1, 1, o1, t1, c1, 1, s1, 1, so_past, hits, &done, msg, sizeof msg) == LH_EINVAL);
+  CHECK(done == 0 &&
+        strstr(msg, "request 0: curve offsets must be non-decreasing and within segments (0 .. 2 of 1)") != NULL);
   lh_profile_destroy(p);
   lh_profile_destroy(ref);
 
@@ -672,11 +686,11 @@ static void test_sorted_ns(void) {
 /* ---------------------------------------------------------------------------------------------
  * random differential test against a naive computation */
 
-#define NK 40      /* key space */
-#define MAXREQ 7   /* blocks per request: 0 .. MAXREQ - 1 */
-#define NREQ 3000  /* requests per run */
-#define NCATS 5    /* category ids drawn: 0, 1, 2, 3, 9 */
-#define MAXT 4096  /* thresholds tracked by the naive count */
+#define NK 40     /* key space */
+#define MAXREQ 7  /* blocks per request: 0 .. MAXREQ - 1 */
+#define NREQ 3000 /* requests per run */
+#define NCATS 5   /* category ids drawn: 0, 1, 2, 3, 9 */
+#define MAXT 4096 /* thresholds tracked by the naive count */
 
 typedef struct naive {
   int64_t key[NK];
@@ -779,7 +793,7 @@ static void naive_request(naive *m, const int64_t *keys, size_t n, int64_t now, 
     }
   int64_t w = floor_div(now, window_ns);
   if (m->n_win == 0 || m->win[m->n_win - 1] != w) m->win[m->n_win++] = w;
-  int64_t (*grown)[2] = n ? realloc(m->pairs, sizeof *m->pairs * (m->n_pairs + n)) : NULL;
+  int64_t(*grown)[2] = n ? realloc(m->pairs, sizeof *m->pairs * (m->n_pairs + n)) : NULL;
   CHECK(grown != NULL || n == 0);
   if (grown != NULL) m->pairs = grown;
   for (size_t j = 0; j < n; j++) {
@@ -902,10 +916,11 @@ static void differential(int64_t ttl, int64_t window_ns, int32_t first_cat, size
     }
     size_t done = 99;
     char err[LH_ERR_LEN] = "";
-    CHECK(lh_lane_process_batch(lane, keys, offsets, ts, n, segs, seg_offsets, NULL, &done, err, sizeof err) ==
-          LH_OK);
+    CHECK(lh_lane_process_batch(lane, keys, (size_t)offsets[n], offsets, ts, n, segs, seg_offsets, NULL, &done, err,
+                                sizeof err) == LH_OK);
     int64_t want[64]; /* the naive hits; the lane's curves and the recorder's hits must match them */
-    int st = lh_profile_record_batch(p, keys, offsets, ts, cats, n, segs, seg_offsets, hits, &done, err, sizeof err);
+    int st = lh_profile_record_batch(p, keys, (size_t)offsets[n], offsets, ts, cats, n, segs, (size_t)seg_offsets[n],
+                                     seg_offsets, hits, &done, err, sizeof err);
     CHECK(st == LH_OK && done == n);
     if (st != LH_OK) fprintf(stderr, "  record_batch: %s\n", err);
     for (size_t q = 0; q < n; q++) {

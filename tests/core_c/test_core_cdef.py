@@ -213,7 +213,7 @@ def _drift(text: str, old: str, new: str) -> list[str]:
 @pytest.mark.parametrize(
     ("text", "old", "new", "reported"),
     [
-        (SCAN_H, "int64_t trace_block_size, lh_scan_result", "int trace_block_size, lh_scan_result", "lh_scan_chunk"),
+        (SCAN_H, "first_line, int64_t trace_block_size", "first_line, int trace_block_size", "lh_scan_chunk"),
         (SCAN_H, "void lh_scan_destroy(lh_scan *scan)", "int lh_scan_destroy(lh_scan *scan)", "lh_scan_destroy"),
         (SCAN_H, "lh_scan **out, char *err", "lh_scan **out, int flags, char *err", "lh_scan_create"),
         (SCAN_H, "size_t n_keys;", "int64_t n_keys;", "lh_scan_result"),
