@@ -18,10 +18,12 @@ __all__ = [
     "ONLINE_GROUP_EXAMPLES",
     "ONLINE_INSTANCE",
     "ONLINE_INSTANCE_EXAMPLES",
+    "PLAN_EXAMPLES",
     "PROFILE_EXAMPLES",
     "QUERY_EXAMPLES",
     "REPLAY_EXAMPLES",
     "SWEEP_EXAMPLES",
+    "TIERS_EXAMPLES",
     "TRACE_FILE",
     "TRACE_QUERY_BATCH_EXAMPLES",
     "TRACE_QUERY_EXAMPLES",
@@ -89,6 +91,55 @@ QUERY_EXAMPLES = examples(
         {"facts_path": FACTS_FILE, "capacity_gb": [0.5, 1, 2, "512MiB", "20000blocks", -1], "targets": [0.9, 0.99]},
     ),
 )
+TIERS_EXAMPLES = examples(
+    hbm_dram_ssd=(
+        "Llama-3.1-8B on an H100 with its spare HBM, plus DRAM over PCIe 5 and an NVMe SSD",
+        {
+            "facts_path": FACTS_FILE,
+            "tiers": [
+                {"name": "hbm", "capacity": "spare"},
+                {"name": "dram", "capacity": "512GiB"},
+                {"name": "ssd", "capacity": "4TiB"},
+            ],
+            "prefill": {"model": "Llama-3.1-8B", "gpu": "H100-SXM"},
+        },
+    ),
+    inclusive=(
+        "Inclusive (write-through) tiers in blocks, no prefill model",
+        {
+            "facts_path": FACTS_FILE,
+            "mode": "inclusive",
+            "tiers": [{"name": "hbm", "capacity": "1000blocks"}, {"name": "dram", "capacity": "inf"}],
+        },
+    ),
+)
+PLAN_EXAMPLES = examples(
+    hit_rate=(
+        "The cheapest DRAM and SSD beside 30 GiB of HBM reaching a 30% hit rate",
+        {
+            "facts_path": FACTS_FILE,
+            "tiers": [
+                {"name": "hbm", "capacity": "30GiB"},
+                {"name": "dram", "capacity": "0..2TiB", "price_per_gib_hour": 0.004},
+                {"name": "ssd", "capacity": "0..16TiB", "price_per_gib_hour": 0.0002},
+            ],
+            "target": {"hit_rate": 0.3},
+        },
+    ),
+    ttft=(
+        "The cheapest tiers keeping the mean prefill estimate under 0.6 s, valued at 2.5 per GPU-hour",
+        {
+            "facts_path": FACTS_FILE,
+            "tiers": [
+                {"name": "hbm", "capacity": "spare"},
+                {"name": "dram", "capacity": "0..1TiB", "price_per_gib_hour": 0.004},
+            ],
+            "prefill": {"model": "Llama-3.1-8B", "gpu": "H100-SXM"},
+            "target": {"ttft_s": 0.6},
+            "gpu_price_per_hour": 2.5,
+        },
+    ),
+)
 SWEEP_EXAMPLES = examples(
     all_policies=(
         "Every policy at three capacities, the LRU column checked",
@@ -125,6 +176,8 @@ PROFILE_EXAMPLES = examples(
 EXAMPLES: dict[Kind, Examples] = {
     Kind.REPLAY: REPLAY_EXAMPLES,
     Kind.QUERY: QUERY_EXAMPLES,
+    Kind.TIERS: TIERS_EXAMPLES,
+    Kind.PLAN: PLAN_EXAMPLES,
     Kind.POLICY_SWEEP: SWEEP_EXAMPLES,
     Kind.WINDOW: WINDOW_EXAMPLES,
     Kind.PROFILE: PROFILE_EXAMPLES,

@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Depends, FastAPI, Request
+from fastapi import APIRouter, Body, Depends, FastAPI, Query, Request
 
 from api.deps import require_token
 from api.errors import ApiError
@@ -32,7 +32,7 @@ from api.examples import (
     TRACE_QUERY_BATCH_EXAMPLES,
     TRACE_QUERY_EXAMPLES,
 )
-from api.online_schemas import InstanceId, TraceQueryBatch, TraceQueryBody
+from api.online_schemas import CurveParams, InstanceId, TraceQueryBatch, TraceQueryBody, curve_request
 from api.owner_app import create_owner_app
 from api.owner_metrics import OwnerCollector
 from litehit.online.engine import RequestRejected, TraceQuery
@@ -82,6 +82,17 @@ async def list_instances(owner: OwnerDep) -> dict[str, Any]:
 @owner_routes.get("/instances/{instance_id}", summary="One instance's counters and hit rates")
 async def get_instance(instance_id: InstanceId, owner: OwnerDep) -> dict[str, Any]:
     return owner.view(owner.instance(instance_id))
+
+
+@owner_routes.get(
+    "/instances/{instance_id}/curve",
+    summary="The live curve: exact hit rates at ANY capacity of the requests so far, and a tier split",
+)
+async def get_curve(
+    instance_id: InstanceId, params: Annotated[CurveParams, Query()], owner: OwnerDep
+) -> dict[str, Any]:
+    capacities, tiers = curve_request(params)
+    return owner.instance(instance_id).curve_view(capacities, tiers, params.mode, params.points)
 
 
 @owner_routes.delete("/instances/{instance_id}", summary="Remove an instance and its state")

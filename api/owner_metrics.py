@@ -7,6 +7,8 @@
 - ``litehit_online_hit_rate{...}``: hit tokens / input tokens at that slot (0 before any);
 - ``litehit_online_input_tokens_total{instance, group}`` and ``litehit_online_queries_total``;
 - ``litehit_online_engine_memory_bytes{instance, group}``: the instance's engine memory;
+- ``litehit_online_capacity_for_plateau_bytes{instance, group, fraction}``: the smallest capacity
+  whose hits reach 50 / 90 / 99% of the infinite-capacity hits so far (the live curve);
 - ``litehit_online_instances`` and ``litehit_online_shard_owned{shard}`` (1 while the lease is held).
 
 Counters continue from the last snapshot after a restart (the counts since it are lost, which
@@ -20,6 +22,7 @@ from collections.abc import Callable, Iterator
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
+from litehit.online.engine import PLATEAU_FRACTIONS
 from litehit.online.owner import ShardOwner
 
 __all__ = ["OwnerCollector"]
@@ -49,6 +52,11 @@ class OwnerCollector:
         memory = GaugeMetricFamily(
             "litehit_online_engine_memory_bytes", "Memory of the instance's engine", labels=["instance", "group"]
         )
+        plateau = GaugeMetricFamily(
+            "litehit_online_capacity_for_plateau_bytes",
+            "Smallest capacity reaching a share of the infinite-capacity hits of the requests so far (live curve)",
+            labels=["instance", "group", "fraction"],
+        )
         for instance_id in sorted(owner.instances):
             view = owner.instances[instance_id].summary()
             inst = [instance_id, view["instance_group_name"]]
@@ -66,7 +74,12 @@ class OwnerCollector:
             input_tokens.add_metric(inst, view["total_input_tokens"])
             queries.add_metric(inst, view["total_queries"])
             memory.add_metric(inst, view["engine_memory_bytes"])
-        yield from (hit_tokens, hit_rate, input_tokens, queries, memory)
+            live = owner.instances[instance_id]
+            for fraction in PLATEAU_FRACTIONS:
+                blocks = live.curve.capacity_reaching(fraction)
+                if blocks is not None:
+                    plateau.add_metric([*inst, repr(fraction)], blocks * view["block_bytes"])
+        yield from (hit_tokens, hit_rate, input_tokens, queries, memory, plateau)
         yield GaugeMetricFamily("litehit_online_instances", "Live instances of this owner", value=len(owner.instances))
         owned = GaugeMetricFamily(
             "litehit_online_shard_owned", "1 while this owner holds its shard's lease", labels=["shard"]

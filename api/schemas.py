@@ -10,8 +10,8 @@ from typing import Annotated, Any, Generic, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from litehit.jobs.base import JobKind, TraceKind, UTCDateTime
+from litehit.jobs.facts_kind import FactsKind
 from litehit.jobs.kinds import Kind
-from litehit.jobs.query import QueryKind
 from litehit.jobs.views import public_model
 from litehit.limits import LANES_MAX
 from litehit.spec import ReplaySpec, Text
@@ -97,9 +97,9 @@ class ReplayCreate(ReplaySpec):
 
 
 def create_model_of(kind: JobKind[Any]) -> type[BaseModel]:
-    """The request body of a kind: a query's own model; for a kind over a trace, ReplayCreate plus
+    """The request body of a kind: a kind over facts has its own model; for a kind over a trace, ReplayCreate plus
     its options under its options field (made from the kind's declaration)."""
-    if isinstance(kind, QueryKind):
+    if isinstance(kind, FactsKind):
         return kind.create_model
     assert isinstance(kind, TraceKind)
     name = {Kind.REPLAY: "ReplayCreate"}.get(kind.kind, f"{kind.public_name.removesuffix('Public')}Create")

@@ -46,6 +46,7 @@ PUBLIC_HEADERS = (
     "lh_trace_scan.h",
     "lh_facts.h",
     "lh_query.h",
+    "lh_tiers.h",
 )
 INTERNAL_HEADERS = (
     "lh_batch.h",

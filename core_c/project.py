@@ -1,4 +1,5 @@
-"""The hit-curve projector: the only code that turns a capacity into hit blocks.
+"""The hit-curve projector: the only code that turns a capacity into hit blocks (and the tier
+split, lh_tiers.h, which projects each tier's cumulative capacity through it).
 
 A curve is a sequence of (start_required_blocks, run_length) pairs. Byte capacities become
 block capacities here, with a single floor division by block_bytes.
@@ -13,8 +14,9 @@ import numpy.typing as npt
 
 from core_c._arrays import ptr
 from core_c._core import ffi, lib
+from core_c.errors import new_error_buffer, raise_for_status
 
-__all__ = ["Curve", "project_batch", "project_blocks", "project_bytes", "project_infinite"]
+__all__ = ["Curve", "project_batch", "project_blocks", "project_bytes", "project_infinite", "project_tiers"]
 
 Curve = Sequence[tuple[int, int]] | npt.NDArray[np.int64]
 
@@ -81,3 +83,48 @@ def project_batch(
             ptr("uint64_t[]", hits),
         )
     return hits
+
+
+def project_tiers(
+    segments: npt.NDArray[np.int64],
+    seg_offsets: npt.NDArray[np.int64],
+    block_size: npt.NDArray[np.int64],
+    block_bytes: npt.NDArray[np.int64],
+    tier_value: npt.NDArray[np.uint64],
+    tier_kind: npt.NDArray[np.uint8],
+    n_tiers: int,
+    *,
+    inclusive: bool,
+) -> npt.NDArray[np.uint64]:
+    """The tier split (lh_tiers.h): a (requests, configurations, tiers) array of the hit blocks
+    tiers 1..i serve. Configuration c, tier i is tier_value/tier_kind[c * n_tiers + i] (a capacity
+    slot: SLOT_BYTES, SLOT_INFINITE, SLOT_BLOCKS, SLOT_TOKENS of core_c.query). CoreError (EINVAL)
+    for an unknown kind, too many tiers or inclusive capacities that decrease in a row."""
+    n = len(seg_offsets) - 1
+    values = np.ascontiguousarray(tier_value, dtype=np.uint64)
+    kinds = np.ascontiguousarray(tier_kind, dtype=np.uint8)
+    if n_tiers <= 0 or len(values) % n_tiers or len(kinds) != len(values):
+        raise ValueError("tier_value and tier_kind need n_tiers values per configuration")
+    n_cfg = len(values) // n_tiers
+    served = np.zeros((n, n_cfg, n_tiers), dtype=np.uint64)
+    if n == 0 or n_cfg == 0:
+        return served
+    segs = np.ascontiguousarray(segments, dtype=np.int64).reshape(-1)
+    err = new_error_buffer()
+    status = lib.lh_tiers_served(
+        ptr("int64_t[]", segs) if len(segs) else ffi.NULL,
+        ptr("int64_t[]", np.ascontiguousarray(seg_offsets, dtype=np.int64)),
+        n,
+        ptr("int64_t[]", np.ascontiguousarray(block_size, dtype=np.int64)),
+        ptr("int64_t[]", np.ascontiguousarray(block_bytes, dtype=np.int64)),
+        ptr("uint64_t[]", values),
+        ptr("uint8_t[]", kinds),
+        n_cfg,
+        n_tiers,
+        int(inclusive),
+        ptr("uint64_t[]", served),
+        err,
+        lib.LH_ERR_LEN,
+    )
+    raise_for_status(status, err)
+    return served

@@ -15,6 +15,10 @@ The shapes below are the models' published ``config.json`` values (``num_hidden_
 ``kv_lora_rank`` and ``qk_rope_head_dim``), so a reader can check each figure. Every layer is
 counted with full attention: a sliding window (Mistral-7B-v0.1) bounds how much a sequence keeps,
 not what one token costs. Bytes per element: bf16 and fp16 2 (the default), fp8 1.
+
+For the prefill model (litehit.tiers.prefill) a model also has its published parameter count
+(active parameters per token for a mixture of experts), its query heads
+(``num_attention_heads``) and the dimension of one head.
 """
 
 from __future__ import annotations
@@ -66,6 +70,17 @@ class KvModel:
     head_dim: int = 0
     kv_lora_rank: int = 0
     qk_rope_head_dim: int = 0
+    # the prefill model's shape (litehit.tiers.prefill): parameters a token passes through
+    # (active parameters of a mixture of experts), query heads and the dimension of one head
+    active_params: int = 0
+    heads: int = 0
+    attention_head_dim: int = 0
+    total_params: int = 0  # a mixture of experts: all its weights (0: the same as active_params)
+
+    @property
+    def params(self) -> int:
+        """Parameters held in memory (every expert of a mixture)."""
+        return self.total_params or self.active_params
 
     @property
     def is_mla(self) -> bool:
@@ -91,21 +106,96 @@ class KvModel:
 
 MODELS: tuple[KvModel, ...] = (
     # config.json: num_hidden_layers 32, num_key_value_heads 8, hidden_size 4096 / num_attention_heads 32
-    KvModel("Llama-3.1-8B", "meta-llama/Llama-3.1-8B", layers=32, kv_heads=8, head_dim=128),
+    KvModel(
+        "Llama-3.1-8B",
+        "meta-llama/Llama-3.1-8B",
+        layers=32,
+        kv_heads=8,
+        head_dim=128,
+        active_params=8_030_000_000,
+        heads=32,
+        attention_head_dim=128,
+    ),
     # num_hidden_layers 80, num_key_value_heads 8, hidden_size 8192 / num_attention_heads 64
-    KvModel("Llama-3.1-70B", "meta-llama/Llama-3.1-70B", layers=80, kv_heads=8, head_dim=128),
+    KvModel(
+        "Llama-3.1-70B",
+        "meta-llama/Llama-3.1-70B",
+        layers=80,
+        kv_heads=8,
+        head_dim=128,
+        active_params=70_600_000_000,
+        heads=64,
+        attention_head_dim=128,
+    ),
     # num_hidden_layers 28, num_key_value_heads 4, hidden_size 3584 / num_attention_heads 28
-    KvModel("Qwen2.5-7B", "Qwen/Qwen2.5-7B", layers=28, kv_heads=4, head_dim=128),
+    KvModel(
+        "Qwen2.5-7B",
+        "Qwen/Qwen2.5-7B",
+        layers=28,
+        kv_heads=4,
+        head_dim=128,
+        active_params=7_610_000_000,
+        heads=28,
+        attention_head_dim=128,
+    ),
     # num_hidden_layers 80, num_key_value_heads 8, hidden_size 8192 / num_attention_heads 64
-    KvModel("Qwen2.5-72B", "Qwen/Qwen2.5-72B", layers=80, kv_heads=8, head_dim=128),
+    KvModel(
+        "Qwen2.5-72B",
+        "Qwen/Qwen2.5-72B",
+        layers=80,
+        kv_heads=8,
+        head_dim=128,
+        active_params=72_700_000_000,
+        heads=64,
+        attention_head_dim=128,
+    ),
     # num_hidden_layers 36, num_key_value_heads 8, head_dim 128
-    KvModel("Qwen3-8B", "Qwen/Qwen3-8B", layers=36, kv_heads=8, head_dim=128),
+    KvModel(
+        "Qwen3-8B",
+        "Qwen/Qwen3-8B",
+        layers=36,
+        kv_heads=8,
+        head_dim=128,
+        active_params=8_190_000_000,
+        heads=32,
+        attention_head_dim=128,
+    ),
     # num_hidden_layers 64, num_key_value_heads 8, head_dim 128 (not hidden_size 5120 / 64 heads)
-    KvModel("Qwen3-32B", "Qwen/Qwen3-32B", layers=64, kv_heads=8, head_dim=128),
+    KvModel(
+        "Qwen3-32B",
+        "Qwen/Qwen3-32B",
+        layers=64,
+        kv_heads=8,
+        head_dim=128,
+        active_params=32_800_000_000,
+        heads=64,
+        attention_head_dim=128,
+    ),
     # num_hidden_layers 32, num_key_value_heads 8, hidden_size 4096 / num_attention_heads 32
-    KvModel("Mistral-7B", "mistralai/Mistral-7B-v0.3", layers=32, kv_heads=8, head_dim=128),
-    # num_hidden_layers 61, kv_lora_rank 512, qk_rope_head_dim 64
-    KvModel("DeepSeek-V3", "deepseek-ai/DeepSeek-V3", layers=61, kv_lora_rank=512, qk_rope_head_dim=64),
+    KvModel(
+        "Mistral-7B",
+        "mistralai/Mistral-7B-v0.3",
+        layers=32,
+        kv_heads=8,
+        head_dim=128,
+        active_params=7_250_000_000,
+        heads=32,
+        attention_head_dim=128,
+    ),
+    # num_hidden_layers 61, kv_lora_rank 512, qk_rope_head_dim 64; 671 B parameters of which 37 B
+    # active per token; 128 heads attending with 192-dim queries/keys (128 + 64 rope) and 128-dim
+    # values: 160, their mean, is the one head_dim of the prefill formula
+    KvModel(
+        "DeepSeek-V3",
+        "deepseek-ai/DeepSeek-V3",
+        layers=61,
+        kv_lora_rank=512,
+        qk_rope_head_dim=64,
+        active_params=37_000_000_000,
+        total_params=671_000_000_000,
+        heads=128,
+        attention_head_dim=160,
+    ),
 )
 
 _BY_NAME = {m.name.lower(): m for m in MODELS}

@@ -22,9 +22,9 @@ from litehit.db.models import Job
 from litehit.db.states import JobState
 from litehit.jobs.base import Artifact, JobKind, TraceKind
 from litehit.jobs.errors import IdempotencyConflict
-from litehit.jobs.query import QueryCreate, QueryKind
+from litehit.jobs.facts_kind import FactsKind
 from litehit.jobs.registry import kinds
-from litehit.jobs.submit import create_query_job, create_trace_job
+from litehit.jobs.submit import create_facts_job, create_trace_job
 from litehit.jobs.views import JOBS, job_row, job_views, public_model
 from litehit.storage import Storage
 
@@ -36,9 +36,8 @@ FILES: dict[int | str, dict[str, Any]] = {404: {"model": ErrorResponse}, 409: {"
 def _submit(
     kind: JobKind[Any], session: Session, storage: Storage, body: BaseModel, idempotency_key: str | None
 ) -> tuple[Job, bool]:
-    if isinstance(kind, QueryKind):
-        assert isinstance(body, QueryCreate)
-        return create_query_job(session, storage, body, idempotency_key=idempotency_key)
+    if isinstance(kind, FactsKind):
+        return create_facts_job(kind, session, storage, body, idempotency_key=idempotency_key)
     assert isinstance(kind, TraceKind)
     field = kind.options_field
     config = body.model_dump(exclude={"trace_id", field or ""}, exclude_unset=True, exclude_none=True)
@@ -48,8 +47,8 @@ def _submit(
 
 
 def _summary(kind: JobKind[Any]) -> str:
-    if isinstance(kind, QueryKind):
-        return "Queue a capacity query over a replay's facts (or a facts file in the storage root)"
+    if isinstance(kind, FactsKind):
+        return kind.submit_summary
     assert isinstance(kind, TraceKind)
     if kind.options_field:
         return f"Submit a {kind.what} (a replay config plus its options under `{kind.options_field}`)"

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 from urllib.parse import quote
 
-from fastapi import APIRouter, Body, Request, Response
+from fastapi import APIRouter, Body, Query, Request, Response
 
 from api.examples import (
     ONLINE_GROUP_EXAMPLES,
@@ -16,7 +16,7 @@ from api.examples import (
     TRACE_QUERY_EXAMPLES,
 )
 from api.forwarding import forward, owner_urls, send
-from api.online_schemas import InstanceId, TraceQueryBatch, TraceQueryBody
+from api.online_schemas import CurveParams, InstanceId, TraceQueryBatch, TraceQueryBody, curve_request
 from litehit.online.store import shard_of
 from litehit.settings import Settings
 from litehit.spec import InstanceGroup, InstanceInfo
@@ -75,6 +75,15 @@ async def _forward_instance(request: Request, instance_id: str, rest: str = "") 
 @router.get("/instances/{instance_id}", summary="One instance (forwarded to its owner)")
 async def get_instance(request: Request, instance_id: InstanceId) -> Response:
     return await _forward_instance(request, instance_id)
+
+
+@router.get(
+    "/instances/{instance_id}/curve",
+    summary="The live curve: exact hit rates at ANY capacity, and a tier split (forwarded to the owner)",
+)
+async def get_curve(request: Request, instance_id: InstanceId, params: Annotated[CurveParams, Query()]) -> Response:
+    curve_request(params)  # a bad capacity is refused here, before forwarding
+    return await _forward_instance(request, instance_id, "/curve")
 
 
 @router.delete("/instances/{instance_id}", summary="Remove an instance (forwarded to its owner)")

@@ -19,6 +19,7 @@ from litehit.cli import (
     query,
     replay,
     report,
+    tiers,
     window,
 )
 from litehit.cli.stdin_input import STDIN, spooled_stdin
@@ -41,6 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     window.add_parser(sub)
     attribution.add_parser(sub)
     profile.add_parser(sub)
+    tiers.add_parsers(sub)
     demo.add_parser(sub)
     jobs.add_parser(sub)
     migrate.add_parser(sub)

@@ -25,9 +25,11 @@ __all__ = [
     "OnlineGroup",
     "OnlineInstance",
     "OnlineShard",
+    "PlanRow",
     "ProfileRow",
     "QuerySummary",
     "StrEnumColumn",
+    "TierRow",
     "Trace",
     "host_pid",
     "new_id",
@@ -121,6 +123,8 @@ class Job(Base):
     profile_rows: Mapped[list[ProfileRow]] = relationship(
         back_populates="job", order_by="(ProfileRow.lane, ProfileRow.row)", cascade="all, delete-orphan"
     )
+    tier_rows: Mapped[list[TierRow]] = relationship(back_populates="job", cascade="all, delete-orphan")
+    plan_rows: Mapped[list[PlanRow]] = relationship(back_populates="job", cascade="all, delete-orphan")
     summaries: Mapped[list[QuerySummary]] = relationship(
         back_populates="job",
         order_by="(QuerySummary.is_total, QuerySummary.instance_id, QuerySummary.slot)",
@@ -203,6 +207,47 @@ class QuerySummary(Base):
     hit_rate: Mapped[float] = mapped_column(Float)
 
     job: Mapped[Job] = relationship(back_populates="summaries")
+
+
+class TierRow(Base):
+    """One tier of a tier split's lane (category "": the lane; else one request category of it)."""
+
+    __tablename__ = "tier_rows"
+
+    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), primary_key=True)
+    lane: Mapped[str] = mapped_column(String(255), primary_key=True)  # its instance_id
+    category: Mapped[str] = mapped_column(String(255), primary_key=True)
+    tier: Mapped[int] = mapped_column(Integer, primary_key=True)  # 0: the first (HBM)
+    name: Mapped[str] = mapped_column(String(64))
+    capacity_blocks: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    requests: Mapped[int] = mapped_column(BigInteger)
+    input_tokens: Mapped[int] = mapped_column(BigInteger)
+    hit_blocks: Mapped[int] = mapped_column(BigInteger)
+    hit_tokens: Mapped[int] = mapped_column(BigInteger)
+    hit_rate: Mapped[float] = mapped_column(Float)
+    cumulative_hit_rate: Mapped[float] = mapped_column(Float)
+    bytes_loaded: Mapped[int] = mapped_column(BigInteger)
+
+    job: Mapped[Job] = relationship(back_populates="tier_rows")
+
+
+class PlanRow(Base):
+    """One configuration of a plan's lane: its best (rank 0, when one meets the target) or a point
+    of its frontier (rank 1, 2, ... by cost)."""
+
+    __tablename__ = "plan_rows"
+
+    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), primary_key=True)
+    lane: Mapped[str] = mapped_column(String(255), primary_key=True)
+    rank: Mapped[int] = mapped_column(Integer, primary_key=True)
+    tiers: Mapped[list[Any]] = mapped_column(JSON)  # [{"name", "capacity_blocks", "capacity", "capacity_bytes"}]
+    total_capacity_blocks: Mapped[int] = mapped_column(BigInteger)
+    cost_per_hour: Mapped[float] = mapped_column(Float)
+    hit_rate: Mapped[float] = mapped_column(Float)
+    prefill_s: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    value: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)  # GPU-hours saved, value, net
+
+    job: Mapped[Job] = relationship(back_populates="plan_rows")
 
 
 class OnlineGroup(Base):

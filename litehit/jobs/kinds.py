@@ -19,3 +19,5 @@ class Kind(StrEnum):
     POLICY_SWEEP = "policy_sweep"
     WINDOW = "window"
     PROFILE = "profile"
+    TIERS = "tiers"
+    PLAN = "plan"

@@ -15,13 +15,13 @@ from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
 from litehit.capacity import DEFAULT_TARGETS
 from litehit.db.models import QuerySummary
-from litehit.db.states import JobState, Stage
-from litehit.errors import ConfigError, ConfigIssue, QueryError, StorageError
-from litehit.jobs.base import Artifact, JobKind, links_of
+from litehit.db.states import Stage
+from litehit.errors import ConfigError, ConfigIssue, QueryError
+from litehit.jobs.base import Artifact, links_of
+from litehit.jobs.facts_kind import FactsKind, FactsSource
 from litehit.jobs.kinds import Kind
 from litehit.kv_models import KV_BYTES_ASSUMED, assumed_kv_note
 from litehit.limits import CAPACITIES_MAX, TARGETS_MAX
-from litehit.spec import Text
 from litehit.storage import CURVE_FILE, PLOT_FILE, REPORT_FILE, REQUESTS_FILE, Storage
 
 if TYPE_CHECKING:
@@ -34,13 +34,11 @@ if TYPE_CHECKING:
 __all__ = ["KIND", "QueryCreate", "QueryJobSpec", "QueryKind", "SummaryPublic"]
 
 
-class QueryCreate(BaseModel):
+class QueryCreate(FactsSource):
     """A capacity query over a replay's facts, or over a facts file in the storage root."""
 
     model_config = ConfigDict(extra="forbid")
 
-    replay_id: Text | None = Field(default=None, description="the replay whose facts to query")
-    facts_path: Text | None = Field(default=None, description="or a facts file inside the storage root")
     capacity_gb: list[float | str] = Field(
         min_length=1,
         max_length=CAPACITIES_MAX,
@@ -146,7 +144,7 @@ def _targets(curves: list[Any]) -> dict[str, Any]:
     }
 
 
-class QueryKind(JobKind[QueryJobSpec]):
+class QueryKind(FactsKind[QueryJobSpec]):
     kind = Kind.QUERY
     what = "query"
     route = "/queries"
@@ -156,6 +154,7 @@ class QueryKind(JobKind[QueryJobSpec]):
     first_stage = Stage.QUERY
     summary_table = QuerySummary
     create_model = QueryCreate
+    submit_summary = "Queue a capacity query over a replay's facts (or a facts file in the storage root)"
     artifacts: ClassVar[tuple[Artifact, ...]] = (
         Artifact(
             path="requests",
@@ -188,16 +187,11 @@ class QueryKind(JobKind[QueryJobSpec]):
         ),
     )
 
-    def stage_tasks(self) -> dict[Stage, str]:
-        return {Stage.QUERY: self.task("run")}
-
-    @property
-    def first_task(self) -> str:
-        return self.task("run")
-
     # --- submission ---
 
-    def request_body(self, body: QueryCreate) -> dict[str, Any]:
+    def request_body(self, body: BaseModel) -> dict[str, Any]:
+        """The fields the idempotency digest has always covered (stored digests stay valid)."""
+        assert isinstance(body, QueryCreate)
         return {
             "replay_id": body.replay_id,
             "facts_path": body.facts_path,
@@ -207,8 +201,6 @@ class QueryKind(JobKind[QueryJobSpec]):
 
     def checked(self, session: Session, storage: Storage, body: QueryCreate) -> tuple[QueryJobSpec, str | None]:
         """The stored spec and the replay it reads (ConfigError naming the field otherwise)."""
-        from litehit.db.models import Job
-
         try:
             slots = parse_slots(body.capacity_gb)
         except QueryError as exc:
@@ -216,21 +208,7 @@ class QueryKind(JobKind[QueryJobSpec]):
         for i, t in enumerate(body.targets or []):
             if not 0 < t <= 1:
                 raise ConfigError([ConfigIssue(f"targets[{i}]", t, "target fractions must be in (0, 1]")])
-        if (body.replay_id is None) == (body.facts_path is None):
-            raise ConfigError(
-                [ConfigIssue("replay_id", body.replay_id, "give exactly one of replay_id and facts_path")]
-            )
-        parent: Job | None = None
-        relative = None
-        if body.replay_id is not None:
-            parent = session.get(Job, body.replay_id)
-            if parent is None or parent.kind != Kind.REPLAY:
-                raise ConfigError([ConfigIssue("replay_id", body.replay_id, "no replay job with this id")])
-        else:
-            try:
-                relative = storage.relative(storage.user_path(body.facts_path or ""))
-            except StorageError as exc:
-                raise ConfigError([ConfigIssue("facts_path", body.facts_path, str(exc))]) from None
+        relative, parent = self.source(session, storage, body)
         spec = QueryJobSpec(
             capacity_gb=[s.recorded_gb for s in slots],
             targets=body.targets or list(DEFAULT_TARGETS),
@@ -240,18 +218,6 @@ class QueryKind(JobKind[QueryJobSpec]):
         return spec, parent.id if parent is not None else None
 
     # --- the work ---
-
-    def facts_of(self, session: Session, storage: Storage, job: Job) -> Path:
-        from litehit.db.models import Job
-
-        spec = QueryJobSpec.model_validate(job.spec)
-        if spec.facts_path:
-            return storage.absolute(spec.facts_path)
-        parent = session.get(Job, job.parent_id) if job.parent_id else None
-        if parent is None or parent.state != JobState.SUCCEEDED or not parent.output_path:
-            state = parent.state if parent else "missing"
-            raise QueryError(f"the replay {job.parent_id} has no published facts (it is {state})")
-        return storage.absolute(parent.output_path)
 
     def run(self, session: Session, storage: Storage, job: Job) -> tuple[dict[str, Any], str, list[Base]]:
         """Runs a queued query: its files published in the job's query folder; returns the job's

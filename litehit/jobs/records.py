@@ -100,6 +100,10 @@ class JobRecorder:
     def query_succeeded(self, result: QueryResult, output: str | None) -> None:
         self._outcome = ("query", result, output)
 
+    def document_succeeded(self, document: dict[str, Any], output: str | None) -> None:
+        """A run of a kind over facts whose result is a document (litehit.jobs.facts_kind)."""
+        self._outcome = ("document", document, output)
+
     def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
         if self._ready is None:
             return
@@ -144,6 +148,8 @@ class JobRecorder:
                 job.state, job.output_path = JobState.SUCCEEDED, output
                 if shape == "trace":
                     self._trace_done(session, job, value)
+                elif shape == "document":
+                    self._document_done(session, job, value)
                 else:
                     self._query_done(session, job, value)
             self.job_id = job.id
@@ -180,3 +186,12 @@ class JobRecorder:
 
         job.stats = {"rows": result.rows, "instances": len(result.instances)}
         session.add_all(QUERY.cli_summary_rows(job.id, result))
+
+    def _document_done(self, session: Session, job: Any, document: dict[str, Any]) -> None:
+        from litehit.jobs.facts_kind import DocumentKind
+        from litehit.jobs.registry import job_kind
+
+        kind = job_kind(self.kind)
+        assert isinstance(kind, DocumentKind)
+        job.stats = kind.stats_of(document)
+        session.add_all(kind.summary_rows(job.id, document, kind.spec_model.model_validate(self.spec)))

@@ -22,7 +22,7 @@ from litehit.db.states import LaneState, Stage
 from litehit.errors import ReplayCancelled
 from litehit.jobs.base import JobKind, PartPlan, TraceKind
 from litehit.jobs.errors import TRANSIENT
-from litehit.jobs.query import QueryKind
+from litehit.jobs.facts_kind import FactsKind
 from litehit.jobs.registry import kinds
 from litehit.jobs.state import (
     PartClaim,
@@ -289,8 +289,8 @@ def run_merge(kind: TraceKind[Any], session: Session, settings: Settings, enqueu
     return "succeeded"
 
 
-def run_single(kind: QueryKind, session: Session, settings: Settings, enqueue: Enqueue, job_id: str) -> str:
-    """A one-task kind (a query): claim, run, record its summary rows, end succeeded."""
+def run_single(kind: FactsKind[Any], session: Session, settings: Settings, enqueue: Enqueue, job_id: str) -> str:
+    """A one-task kind over facts (a query, a tier split, a plan): claim, run, record its summary rows, end succeeded."""
     storage = Storage(settings.storage)
     stage = kind.first_stage
     if not claim_job_stage(session, job_id, (Stage.QUEUED, stage), stage, settings.stale_after_s):
@@ -319,7 +319,7 @@ def stage_functions() -> dict[str, StageFunction]:
             out[kind.task("parse")] = functools.partial(run_parse, kind)
             out[kind.part_task_name] = functools.partial(run_part, kind)
             out[kind.task("merge")] = functools.partial(run_merge, kind)
-        elif isinstance(kind, QueryKind):
+        elif isinstance(kind, FactsKind):
             out[kind.first_task] = functools.partial(run_single, kind)
         else:  # pragma: no cover - a new shape of kind needs its stages here
             raise TypeError(f"no stages for the kind {kind.kind}")

@@ -19,14 +19,13 @@ from litehit.db.models import Job, Trace
 from litehit.errors import ConfigError, ConfigIssue, LiteHitError, StorageError
 from litehit.jobs.base import TraceKind
 from litehit.jobs.errors import IdempotencyConflict
-from litehit.jobs.query import KIND as QUERY
-from litehit.jobs.query import QueryCreate
+from litehit.jobs.facts_kind import FactsKind
 from litehit.shorthand import Shorthand, shorthand_config
 from litehit.spec import ReplaySpec, TraceFormat, config_error, parse_replay_spec, routing_issues
 from litehit.storage import Storage
 from litehit.traces.formats import detect_format
 
-__all__ = ["Enqueue", "create_query_job", "create_trace_job", "parse_options", "request_hash"]
+__all__ = ["Enqueue", "create_facts_job", "create_trace_job", "parse_options", "request_hash"]
 
 Enqueue = Callable[..., None]
 """enqueue(task_name, *args): sends a task (Celery in the service; tests pass their own)."""
@@ -250,19 +249,20 @@ def create_trace_job(
     return _store(session, _queued_job(kind.kind, stored, digest, idempotency_key, source, trace=trace))
 
 
-def create_query_job(
+def create_facts_job(
+    kind: FactsKind[Any],
     session: Session,
     storage: Storage,
-    body: QueryCreate,
+    body: BaseModel,
     *,
     idempotency_key: str | None = None,
     source: str = "api",
 ) -> tuple[Job, bool]:
-    """Stores a queued query job over a replay's facts (or a facts file in the storage root)."""
-    digest = request_hash(QUERY.request_body(body))
-    existing = _existing(session, QUERY.kind, idempotency_key, digest)
+    """Stores a queued job of a kind over facts: a replay's, or a facts file in the storage root."""
+    digest = request_hash(kind.request_body(body))
+    existing = _existing(session, kind.kind, idempotency_key, digest)
     if existing is not None:
         return existing, False
-    spec, parent_id = QUERY.checked(session, storage, body)
-    job = _queued_job(QUERY.kind, spec.model_dump(mode="json"), digest, idempotency_key, source, parent_id=parent_id)
+    spec, parent_id = kind.checked(session, storage, body)
+    job = _queued_job(kind.kind, spec.model_dump(mode="json"), digest, idempotency_key, source, parent_id=parent_id)
     return _store(session, job)

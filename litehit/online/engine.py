@@ -9,6 +9,7 @@ Everything here runs in the one process that owns the instance (litehit/online/o
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -17,12 +18,15 @@ import numpy as np
 import numpy.typing as npt
 
 import core_c
-from litehit.capacity import capacity_blocks
+from litehit.capacity import CapacitySlot, capacity_blocks
 from litehit.db.models import utcnow
 from litehit.errors import LiteHitError
+from litehit.online.curve import LiveCurve
 from litehit.spec import InstanceGroup, InstanceInfo
 
-__all__ = ["Counters", "OnlineInstance", "RequestRejected", "TraceQuery"]
+__all__ = ["PLATEAU_FRACTIONS", "Counters", "OnlineInstance", "RequestRejected", "TraceQuery"]
+
+PLATEAU_FRACTIONS = (0.5, 0.9, 0.99)  # the capacities reaching these shares of the plateau, live
 
 
 class RequestRejected(LiteHitError):
@@ -81,6 +85,8 @@ class OnlineInstance:
         # registration accepts only finite, non-negative capacities, so every slot is finite
         self.slots = [capacity_blocks(gb, self.block_bytes) for gb in self.capacity_gb]
         self.counters = Counters.from_dict(counters, len(self.slots))
+        # the exact hits at any capacity (litehit.online.curve), restored with the counters
+        self.curve = LiveCurve.from_state((counters or {}).get("curve") if self.counters.queries else None)
         self.lane = core_c.Lane(ttl_ns=group.ttl_ns)
         self.state_since: datetime = utcnow()  # the LRU state is rebuilt empty at load
         self.last_timestamp_ns: int | None = None  # of the last applied request
@@ -117,6 +123,7 @@ class OnlineInstance:
         if self.group.ttl_ns and n:
             self._check_time_order(stamps)
         facts = self.lane.process_batch(batch.keys, batch.offsets, stamps)
+        self.curve.add(facts.segments)
         if n:
             self.last_timestamp_ns = int(stamps[-1])
         hits = core_c.project_batch(facts.segments, facts.seg_offsets, [*self.slots, None]).astype(np.int64)
@@ -170,6 +177,80 @@ class OnlineInstance:
                 }
             )
         return out
+
+    def snapshot_state(self) -> dict[str, Any]:
+        """What a snapshot stores: the counters and the live curve."""
+        return {**self.counters.as_dict(), "curve": self.curve.state()}
+
+    def curve_view(
+        self, capacities: Sequence[CapacitySlot], tiers: Sequence[tuple[str, CapacitySlot]], mode: str, points: int
+    ) -> dict[str, Any]:
+        """The live curve: hits at the asked capacities, the tier split, the capacities reaching
+        50/90/99% of the plateau, and at most `points` breakpoints (evenly spaced in hits)."""
+        c, bs, bb = self.counters, self.info.block_size, self.block_bytes
+
+        def blocks_of(slot: CapacitySlot) -> int | None:
+            return slot.blocks(bb, bs)
+
+        def point(blocks: int | None, hits: int) -> dict[str, Any]:
+            return {
+                "capacity_blocks": blocks,
+                "capacity_bytes": None if blocks is None else blocks * bb,
+                "hit_blocks": hits,
+                "hit_tokens": hits * bs,
+                "hit_rate": hits * bs / c.input_tokens if c.input_tokens else 0.0,
+            }
+
+        asked = [blocks_of(s) for s in capacities]
+        answers = [
+            {"capacity": s.label, **point(b, h)}
+            for s, b, h in zip(capacities, asked, self.curve.hit_blocks(asked), strict=True)
+        ]
+        split = []
+        if tiers:
+            sizes = [blocks_of(s) for _, s in tiers]
+            if mode == "inclusive":
+                served = self.curve.hit_blocks(sizes)
+            else:
+                total: int | None = 0
+                cumulative: list[int | None] = []
+                for size in sizes:
+                    total = None if total is None or size is None else total + size
+                    cumulative.append(total)
+                served = self.curve.hit_blocks(cumulative)
+            previous = 0
+            for (name, slot), size, upto in zip(tiers, sizes, served, strict=True):
+                split.append({"name": name, "capacity": slot.label, **point(size, upto - previous)})
+                previous = upto
+        caps, hits = self.curve.breakpoints()
+        if len(caps) > points:
+            keep = np.unique(np.searchsorted(hits, np.linspace(0, hits[-1], points), side="left"))
+            caps, hits = caps[keep], hits[keep]
+        return {
+            "instance_id": self.instance_id,
+            "block_size": bs,
+            "block_bytes": bb,
+            "queries": c.queries,
+            "input_tokens": c.input_tokens,
+            "state_since": self.state_since,
+            "infinite": point(None, self.curve.hit_blocks([None])[0]),
+            "targets": [
+                {"fraction": f, **point(b, self.curve.hit_blocks([b])[0] if b is not None else 0)}
+                for f in PLATEAU_FRACTIONS
+                for b in [self.curve.capacity_reaching(f)]
+            ],
+            "capacities": answers,
+            "mode": mode,
+            "tiers": split,
+            "breakpoints": {
+                "columns": ["capacity_blocks", "hit_blocks", "hit_rate"],
+                "rows": [
+                    [int(k), int(h), int(h) * bs / c.input_tokens if c.input_tokens else 0.0]
+                    for k, h in zip(caps, hits, strict=True)
+                ],
+            },
+            "curve_memory_bytes": self.curve.memory_bytes,
+        }
 
     def summary(self) -> dict[str, Any]:
         """ListInstances: integer sums first, rates derived from them."""

@@ -142,7 +142,7 @@ class ShardOwner:
         """Stores the counters that changed since the last snapshot. Call it on the serving
         thread: counters must not change mid-snapshot."""
         now = self.clock()
-        dirty = {i: inst.counters.as_dict() for i, inst in self.instances.items() if inst.dirty}
+        dirty = {i: inst.snapshot_state() for i, inst in self.instances.items() if inst.dirty}
         if dirty:
             with self.sessions() as session:
                 save_counters(session, dirty, now)

@@ -31,6 +31,7 @@ from api.forwarding import Forwarder
 from api.main import create_app
 from api.online import create_online_app
 from litehit.db.migrate import upgrade
+from litehit.jobs.registry import kinds
 from litehit.settings import Settings
 
 TOKEN = "s3cret"
@@ -42,7 +43,7 @@ APPS: dict[str, Callable[[Settings], FastAPI]] = {
     "attribution owner": create_attribution_app,
 }
 """Every app of the service, each with its own docs."""
-OURS = ("/v1/replays", "/v1/queries", "/v1/policy-sweeps", "/v1/windows", "/v1/profiles", "/v1/online/")
+OURS = (*(f"/v1{kind.route}" for kind in kinds()), "/v1/online/")
 """Routes whose examples must succeed (2xx) on what the tests set up, not only be accepted."""
 
 

@@ -86,6 +86,12 @@ def test_every_list_filters_by_state_and_refuses_an_unknown_one(client: Any) -> 
     r = client.post("/v1/queries", json={"replay_id": replay, "capacity_gb": [1]})
     assert r.status_code == 202, r.text
     created["query"] = r.json()["id"]
+    tiers = [{"name": "hbm", "capacity": "1GiB"}, {"name": "dram", "capacity": "inf"}]
+    for kind, extra in (("tiers", {}), ("plan", {"target": {"hit_rate": 0.5}})):
+        route = next(k.route for k in kinds() if k.kind == kind)
+        r = client.post(f"/v1{route}", json={"replay_id": replay, "tiers": tiers, **extra})
+        assert r.status_code == 202, r.text
+        created[kind] = r.json()["id"]
     for kind in kinds():
         listed = client.get(f"/v1{kind.route}?state=queued").json()
         assert [j["id"] for j in listed["items"]] == [created[kind.kind]], kind.kind

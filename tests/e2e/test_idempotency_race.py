@@ -19,9 +19,10 @@ from sqlalchemy.orm import Session
 from litehit.db.models import Job
 from litehit.db.session import get_engine
 from litehit.jobs.policy_sweep import KIND as SWEEP
+from litehit.jobs.query import KIND as QUERY
 from litehit.jobs.query import QueryCreate
 from litehit.jobs.replay import KIND as REPLAY
-from litehit.jobs.submit import create_query_job, create_trace_job
+from litehit.jobs.submit import create_facts_job, create_trace_job
 from litehit.storage import Storage
 
 pytestmark = pytest.mark.service
@@ -111,6 +112,6 @@ def test_concurrent_query_submissions(postgres_url: str, storage: Storage, lost_
 
     def submit(session: Session, key: str) -> tuple[Job, bool]:
         body = QueryCreate(capacity_gb=[1, "inf", -1], replay_id=parent.id, targets=[0.9])
-        return create_query_job(session, storage, body, idempotency_key=key)
+        return create_facts_job(QUERY, session, storage, body, idempotency_key=key)
 
     check(postgres_url, "query", submit, lost_inserts)
