@@ -16,7 +16,15 @@ from core_c._arrays import ptr
 from core_c._core import ffi, lib
 from core_c.errors import new_error_buffer, raise_for_status
 
-__all__ = ["Curve", "project_batch", "project_blocks", "project_bytes", "project_infinite", "project_tiers"]
+__all__ = [
+    "Curve",
+    "project_batch",
+    "project_blocks",
+    "project_bytes",
+    "project_infinite",
+    "project_tiers",
+    "tiers_sums",
+]
 
 Curve = Sequence[tuple[int, int]] | npt.NDArray[np.int64]
 
@@ -128,3 +136,58 @@ def project_tiers(
     )
     raise_for_status(status, err)
     return served
+
+
+def tiers_sums(
+    segments: npt.NDArray[np.int64],
+    seg_offsets: npt.NDArray[np.int64],
+    block_size: npt.NDArray[np.int64],
+    block_bytes: npt.NDArray[np.int64],
+    tier_value: npt.NDArray[np.uint64],
+    tier_kind: npt.NDArray[np.uint8],
+    n_tiers: int,
+    *,
+    inclusive: bool,
+    category: npt.NDArray[np.int32] | None = None,
+    n_categories: int = 1,
+    per_request: bool = False,
+) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint64], npt.NDArray[np.uint64], npt.NDArray[np.uint64] | None]:
+    """The tier split summed (lh_tiers_sums): hit blocks, hit tokens and bytes loaded, each
+    (configurations, categories, tiers), of what each tier alone served; with per_request, also
+    the (requests, configurations, tiers) blocks each tier alone served."""
+    n = len(seg_offsets) - 1
+    values = np.ascontiguousarray(tier_value, dtype=np.uint64)
+    kinds = np.ascontiguousarray(tier_kind, dtype=np.uint8)
+    if n_tiers <= 0 or len(values) % n_tiers or len(kinds) != len(values):
+        raise ValueError("tier_value and tier_kind need n_tiers values per configuration")
+    n_cfg = len(values) // n_tiers
+    shape = (n_cfg, n_categories, n_tiers)
+    blocks, tokens, loaded = (np.zeros(shape, dtype=np.uint64) for _ in range(3))
+    tier_hits = np.zeros((n, n_cfg, n_tiers), dtype=np.uint64) if per_request else None
+    if n == 0 or n_cfg == 0:
+        return blocks, tokens, loaded, tier_hits
+    segs = np.ascontiguousarray(segments, dtype=np.int64).reshape(-1)
+    cats = None if category is None else np.ascontiguousarray(category, dtype=np.int32)
+    err = new_error_buffer()
+    status = lib.lh_tiers_sums(
+        ptr("int64_t[]", segs) if len(segs) else ffi.NULL,
+        ptr("int64_t[]", np.ascontiguousarray(seg_offsets, dtype=np.int64)),
+        n,
+        ptr("int64_t[]", np.ascontiguousarray(block_size, dtype=np.int64)),
+        ptr("int64_t[]", np.ascontiguousarray(block_bytes, dtype=np.int64)),
+        ffi.NULL if cats is None else ptr("int32_t[]", cats),
+        n_categories,
+        ptr("uint64_t[]", values),
+        ptr("uint8_t[]", kinds),
+        n_cfg,
+        n_tiers,
+        int(inclusive),
+        ptr("uint64_t[]", blocks),
+        ptr("uint64_t[]", tokens),
+        ptr("uint64_t[]", loaded),
+        ffi.NULL if tier_hits is None else ptr("uint64_t[]", tier_hits),
+        err,
+        lib.LH_ERR_LEN,
+    )
+    raise_for_status(status, err)
+    return blocks, tokens, loaded, tier_hits

@@ -109,9 +109,11 @@ def build_report(
     hit_rate_targets: Sequence[float] = (),
     replay: ReplayRecord | None = None,
     context: Mapping[str, str] | None = None,
+    tiers: Mapping[str, Any] | None = None,
 ) -> str:
     """The page for the facts file at ``facts``. Without capacities, a default ladder. ``context``
-    adds lines to the provenance (e.g. the query job of the service)."""
+    adds lines to the provenance (e.g. the query job of the service); ``tiers`` (a tiers.json
+    document, litehit.tiers.document) adds its section."""
     curves = exact_curves(facts, plateau_fractions)
     slots = list(capacities) or default_capacities(curves)
     result = query_facts(facts, slots)
@@ -140,6 +142,7 @@ def build_report(
         page.summary_section(),
         page.table_section(),
         page.misses_section(),
+        *([tiers_section(tiers)] if tiers is not None else []),
         _provenance(facts_file, result, extended, version, generated_at, replay, context or {}),
     ]
     title = f"LiteHit report: {Path(facts_file.label).name}"
@@ -665,6 +668,54 @@ class _Page:
             f'<div class="scroll"><table class="misses"><thead>{head}</thead><tbody>{"".join(rows)}</tbody>'
             "</table></div></section>"
         )
+
+
+def tiers_section(document: Mapping[str, Any]) -> str:
+    """The tier split of every lane (litehit tiers): what each tier serves, and the prefill
+    estimate with every constant it used."""
+    out = [
+        '<section id="tiers"><h2>Cache tiers</h2>',
+        f'<p class="hint">{_e(document["mode"])} tiers: '
+        + _e(", ".join(f"{t['name']} {t['capacity']}" for t in document["tiers"]))
+        + ". Exact from the facts: tiers 1..i serve the hits of their cumulative capacity"
+        + (" (exclusive)." if document["mode"] == "exclusive" else " of tier i (inclusive).")
+        + "</p>",
+    ]
+    for lane in document["lanes"]:
+        rows = "".join(
+            f'<tr><th scope="row">{_e(t["name"])}</th>'
+            f"<td>{'inf' if t['capacity_blocks'] is None else format(t['capacity_blocks'], ',')}</td>"
+            f'<td class="rate" data-lane="{_e(lane["lane"])}" data-tier="{_e(t["name"])}" '
+            f'data-hit-rate="{t["hit_rate"]!r}">{_pct(t["hit_rate"])}</td>'
+            f"<td>{_pct(t['cumulative_hit_rate'])}</td><td>{_e(format_bytes(t['bytes_loaded']))}</td></tr>"
+            for t in lane["tiers"]
+        )
+        out.append(
+            f"<h3>{_e(lane['lane'])}: {_pct(lane['hit_rate'])} of {lane['input_tokens']:,} input tokens</h3>"
+            '<div class="scroll"><table class="summary"><thead><tr><th>tier</th><th>blocks</th><th>hit rate</th>'
+            f"<th>cumulative</th><th>loaded</th></tr></thead><tbody>{rows}</tbody></table></div>"
+        )
+        if "prefill_s" in lane:
+            p = lane["prefill_s"]
+            saved = "" if p["saved_share"] is None else f"; {_pct(p['saved_share'])} of prefill GPU time saved"
+            out.append(
+                f"<p>Prefill estimate: mean {p['mean']:.3g} s, p50 {p['p50']:.3g} s, p90 {p['p90']:.3g} s, "
+                f"p99 {p['p99']:.3g} s (without the cache: mean {p['uncached_mean']:.3g} s){_e(saved)}.</p>"
+            )
+    constants = document.get("constants") or {}
+    if constants.get("model"):
+        listed = ", ".join(f"{k} {v}" for k, v in constants.items() if k not in ("formula", "links", "spare"))
+        links = "; ".join(
+            f"{name}: {link['link']}, {link['bandwidth_bytes_per_s'] / 1e9:.4g} GB/s, {link['latency_s'] * 1e6:g} us"
+            for name, link in constants["links"].items()
+        )
+        out.append(
+            f'<p class="note">An estimate, not a measurement: {_e(constants["formula"])}. Constants: {_e(listed)}; '
+            f"links: {_e(links)}. Left out: queueing, batching, decode, kernel efficiency beyond mfu.</p>"
+        )
+    out += [f'<p class="note">{_e(n)}</p>' for n in document.get("notes", [])]
+    out.append("</section>")
+    return "".join(out)
 
 
 def _provenance(

@@ -28,4 +28,19 @@ int lh_tiers_served(const int64_t *segs, const int64_t *seg_offsets, size_t n_re
                     const int64_t *block_bytes, const uint64_t *tier_value, const uint8_t *tier_kind, size_t n_cfg,
                     size_t n_tiers, int inclusive, uint64_t *served, char *err, size_t errlen);
 
+/* The same split summed, without a per-request array unless asked: for configuration c, request
+ * category g (category[r], 0 <= g < n_categories; category NULL: every row is category 0) and
+ * tier i, adds to the caller-owned sums (n_cfg * n_categories * n_tiers each, index
+ * (c * n_categories + g) * n_tiers + i):
+ *   hit_blocks    blocks tier i alone served,
+ *   hit_tokens    those blocks x the row's block size,
+ *   bytes_loaded  those blocks x the row's block bytes, for tiers below the first (0 for tier 0).
+ * With tier_hits != NULL also writes tier_hits[(r * n_cfg + c) * n_tiers + i] = the blocks tier i
+ * alone served for request r. Returns LH_OK or LH_EINVAL as lh_tiers_served, and for a category
+ * outside 0 .. n_categories - 1 (nothing is then promised about the sums). */
+int lh_tiers_sums(const int64_t *segs, const int64_t *seg_offsets, size_t n_req, const int64_t *block_size,
+                  const int64_t *block_bytes, const int32_t *category, size_t n_categories, const uint64_t *tier_value,
+                  const uint8_t *tier_kind, size_t n_cfg, size_t n_tiers, int inclusive, uint64_t *hit_blocks,
+                  uint64_t *hit_tokens, uint64_t *bytes_loaded, uint64_t *tier_hits, char *err, size_t errlen);
+
 #endif

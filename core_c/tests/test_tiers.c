@@ -50,6 +50,11 @@ static void test_errors(void) {
   CHECK(lh_tiers_served(segs, offsets, 1, bs, bb, value, bad, 1, 2, 0, served, err, sizeof err) == LH_EINVAL);
   CHECK(strstr(err, "unknown kind 9") != NULL);
   CHECK(lh_tiers_served(segs, offsets, 1, bs, bb, value, blocks, 1, 0, 0, served, err, sizeof err) == LH_EINVAL);
+  int32_t bad_category[] = {3};
+  uint64_t sums[2 * 3] = {0};
+  CHECK(lh_tiers_sums(segs, offsets, 1, bs, bb, bad_category, 3, value, blocks, 1, 2, 0, sums, sums + 2, sums + 4, NULL,
+                      err, sizeof err) == LH_EINVAL);
+  CHECK(strstr(err, "category 3") != NULL);
   /* no rows: nothing read or written */
   CHECK(lh_tiers_served(NULL, offsets, 0, bs, bb, value, blocks, 1, 2, 0, NULL, err, sizeof err) == LH_OK);
 }
@@ -107,6 +112,31 @@ static void test_random(void) {
           }
         }
       }
+      /* the sums: each tier alone, per category (row r is category r % 3), blocks x size / bytes */
+      int32_t category[ROWS];
+      for (size_t r = 0; r < ROWS; r++) category[r] = (int32_t)(r % 3);
+      uint64_t blocks_sum[CFG * 3 * TIERS] = {0}, tokens_sum[CFG * 3 * TIERS] = {0}, bytes_sum[CFG * 3 * TIERS] = {0};
+      uint64_t want_blocks[CFG * 3 * TIERS] = {0}, want_tokens[CFG * 3 * TIERS] = {0},
+                                     want_bytes[CFG * 3 * TIERS] = {0};
+      uint64_t alone[ROWS * CFG * TIERS];
+      CHECK(lh_tiers_sums(segs, offsets, ROWS, bs, bb, category, 3, value, kind, CFG, TIERS, inclusive, blocks_sum,
+                          tokens_sum, bytes_sum, alone, err, sizeof err) == LH_OK);
+      for (size_t r = 0; r < ROWS; r++) {
+        for (size_t c = 0; c < CFG; c++) {
+          for (size_t i = 0; i < TIERS; i++) {
+            size_t at = (r * CFG + c) * TIERS + i;
+            uint64_t one = served[at] - (i == 0 ? 0 : served[at - 1]);
+            CHECK(alone[at] == one);
+            size_t sum_at = (c * 3 + (size_t)category[r]) * TIERS + i;
+            want_blocks[sum_at] += one;
+            want_tokens[sum_at] += one * (uint64_t)bs[r];
+            want_bytes[sum_at] += i == 0 ? 0 : one * (uint64_t)bb[r];
+          }
+        }
+      }
+      CHECK(memcmp(blocks_sum, want_blocks, sizeof want_blocks) == 0);
+      CHECK(memcmp(tokens_sum, want_tokens, sizeof want_tokens) == 0);
+      CHECK(memcmp(bytes_sum, want_bytes, sizeof want_bytes) == 0);
     }
   }
 }

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from litehit.capacity import UNITS_HELP, parse_capacities
 from litehit.cli.facts_input import check_facts_file
 from litehit.cli.outputs import publish_bytes
+from litehit.cli.tiers import add_split_arguments, split_options
 from litehit.errors import QueryError
 from litehit.lane_summary import PLATEAU_FRACTIONS, parse_hit_rates
 
@@ -51,6 +52,8 @@ def add_parser(sub: Any) -> None:
         help="fractions of the plateau (default 0.5,0.9,0.99)",
     )
     p.add_argument("--target-hit-rate", metavar="RATES", help="absolute hit rates, comma separated (e.g. 0.3,0.5)")
+    p.add_argument("--tier", action="append", metavar="NAME=CAP", help="add the tier split (as litehit tiers)")
+    add_split_arguments(p)
     p.set_defaults(func=_run)
 
 
@@ -64,7 +67,16 @@ def _run(args: argparse.Namespace) -> int:
     if 0 in fractions:  # a fraction of the plateau: 0 asks for nothing
         raise QueryError(f"--targets must be fractions of the plateau in (0, 1], got {args.targets}")
     hit_rates = parse_hit_rates(args.target_hit_rate) if args.target_hit_rate else []
+    tiers = None
+    if args.tier:
+        from litehit.jobs.tiers import tiers_of
+
+        options = split_options(args)
+    elif args.model or args.gpu:
+        raise QueryError("--model and --gpu estimate the prefill of a tier split: give --tier too")
     check_facts_file(args.facts)
+    if args.tier:
+        tiers = tiers_of(args.facts, options, None, [])
     page = build_report(
         args.facts,
         facts_file=describe_facts_file(args.facts),
@@ -74,6 +86,7 @@ def _run(args: argparse.Namespace) -> int:
         plateau_fractions=fractions,
         hit_rate_targets=hit_rates,
         replay=_replay_record(args.facts),
+        tiers=tiers,
     )
     publish_bytes(args.output, page.encode())
     print(f"report written to {args.output}")

@@ -20,7 +20,7 @@ from litehit.tiers.hardware import GPUS, LINKS
 if TYPE_CHECKING:
     from litehit.jobs.facts_kind import DocumentKind
 
-__all__ = ["add_parsers"]
+__all__ = ["add_parsers", "add_split_arguments", "split_options"]
 
 _RATE_UNITS = {"b/s": 1.0, "kb/s": 1e3, "mb/s": 1e6, "gb/s": 1e9, "tb/s": 1e12, "kib/s": 2**10, "mib/s": 2**20,
                "gib/s": 2**30, "tib/s": 2**40, "gbit/s": 1e9 / 8, "gbps": 1e9 / 8}  # fmt: skip
@@ -55,11 +55,25 @@ def _model_arguments(p: argparse.ArgumentParser) -> None:
                    help="share of the GPU's memory the server uses (for --tier hbm=spare; 0.9)")  # fmt: skip
 
 
-def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("facts", type=Path, help="a litehit_facts.csv")
+def add_split_arguments(p: argparse.ArgumentParser) -> None:
+    """--mode and the prefill model's flags (litehit tiers, plan, report)."""
     p.add_argument("--mode", choices=["exclusive", "inclusive"], default="exclusive",
                    help="exclusive: demote on evict, promote on hit (default); inclusive: every tier an LRU of all")  # fmt: skip
     _model_arguments(p)
+
+
+def split_options(args: argparse.Namespace) -> Any:
+    """The TiersOptions of a command line's --tier, --mode and model flags (QueryError naming the
+    flag otherwise)."""
+    from litehit.tiers.options import TiersOptions
+
+    data = {"tiers": _tiers(args, prices=False), "mode": args.mode, "prefill": _prefill(args)}
+    return _validated(TiersOptions, data, args)
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("facts", type=Path, help="a litehit_facts.csv")
+    add_split_arguments(p)
     p.add_argument("-o", "--output", type=Path, help="write the JSON document here (atomically)")
     p.add_argument("--plot", type=Path, help="draw it here (.png or .svg)")
 
@@ -116,6 +130,7 @@ def _assignments(values: list[str], flag: str, tiers: list[str]) -> dict[str, st
 
 
 def _tiers(args: argparse.Namespace, *, prices: bool) -> list[dict[str, Any]]:
+    args.price = getattr(args, "price", [])
     given = [parse_assignment(text, "--tier") for text in args.tier]
     names = [name for name, _ in given]
     links = _assignments(args.link, "--link", names)
@@ -218,10 +233,8 @@ def _run_document(kind: DocumentKind[Any], args: argparse.Namespace, options: An
 def _run_tiers(args: argparse.Namespace) -> int:
     from litehit.jobs.tiers import KIND, tiers_of
     from litehit.spec import load_replay_config
-    from litehit.tiers.options import TiersOptions
 
-    data = {"tiers": _tiers(args, prices=False), "mode": args.mode, "prefill": _prefill(args)}
-    options = _validated(TiersOptions, data, args)
+    options = split_options(args)
     runtime = load_replay_config(args.config) if args.config is not None else None
     document = _run_document(KIND, args, options, lambda spec: tiers_of(args.facts, options, runtime, []))
     print_tiers(document)

@@ -137,6 +137,9 @@ class DocumentKind(FactsKind[SpecT]):
     def plot(self, document: dict[str, Any], path: Path) -> Path:
         """Draws the document's picture at path (.png or .svg)."""
 
+    def publish_more(self, document: dict[str, Any], facts: Path, out: Path, job: Job, replay: Job | None) -> None:
+        """Files a job publishes beside its document and plot (none unless a kind adds some)."""
+
     def run(self, session: Session, storage: Storage, job: Job) -> tuple[dict[str, Any], str, list[Base]]:
         from litehit.db.models import Job
 
@@ -147,4 +150,5 @@ class DocumentKind(FactsKind[SpecT]):
         out = self.out_dir(storage, job.id)
         out.mkdir(parents=True, exist_ok=True)
         self.publish(document, out / self.result_file, plot=out / self.plot_file)
+        self.publish_more(document, facts, out, job, parent)
         return self.stats_of(document), storage.relative(out), list(self.summary_rows(job.id, document, spec))

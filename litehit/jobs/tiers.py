@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 __all__ = ["KIND", "TiersCreate", "TiersJobSpec", "TiersKind", "facts_notes", "replay_runtime", "tiers_of"]
 
 RESULT_FILE = "tiers.json"
+REPORT_FILE = "report.html"
 PLOT_FILE = "tiers.png"
 
 
@@ -126,6 +127,14 @@ class TiersKind(DocumentKind[TiersJobSpec]):
             summary="Per-tier hit rates (PNG)",
             link="plot",
         ),
+        Artifact(
+            path="report.html",
+            file=f"tiers/{REPORT_FILE}",
+            media_type="text/html; charset=utf-8",
+            summary="The `litehit report --tier` page: curves, table, misses and the cache tiers",
+            link="report",
+            ready="its report exists",
+        ),
     )
 
     def compute(
@@ -133,6 +142,22 @@ class TiersKind(DocumentKind[TiersJobSpec]):
     ) -> dict[str, Any]:
         options = TiersOptions.model_validate(spec.model_dump(exclude={"facts_path"}))
         return tiers_of(facts, options, replay_runtime(replay, storage), facts_notes(replay))
+
+    def publish_more(self, document: dict[str, Any], facts: Path, out: Path, job: Job, replay: Job | None) -> None:
+        from datetime import UTC, datetime
+
+        from litehit.publish import publish_bytes
+        from litehit.report import build_report, describe_facts_file, package_version
+
+        page = build_report(
+            facts,
+            facts_file=describe_facts_file(facts, facts.name),
+            version=package_version(),
+            generated_at=datetime.now(UTC),
+            tiers=document,
+            context={"tiers job": job.id, **({"replay job": replay.id} if replay is not None else {})},
+        )
+        publish_bytes(out / REPORT_FILE, page.encode())
 
     def plot(self, document: dict[str, Any], path: Path) -> Path:
         from litehit.tiers.plots import plot_tiers

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from core_c.project import project_tiers
+from core_c.project import project_tiers, tiers_sums
 from litehit.capacity import CapacitySlot
 from litehit.query import slot_arrays
 from litehit.tiers.config import TierError, TierMode
@@ -100,6 +100,13 @@ class LaneSplit:
     uncached_s: npt.NDArray[np.float64] | None  # (requests,)
 
 
+def _sum_by(groups: npt.NDArray[np.int32], values: npt.NDArray[np.int64], n: int) -> npt.NDArray[np.int64]:
+    """Integer sums of values per group, exactly (no float weights)."""
+    out = np.zeros(n, np.int64)
+    np.add.at(out, groups, values)
+    return out
+
+
 def split_lane(
     lane: LaneFacts,
     configs: Sequence[Config],
@@ -109,47 +116,46 @@ def split_lane(
     categories: npt.NDArray[np.int32] | None = None,
     n_categories: int = 0,
 ) -> LaneSplit:
-    """The tier split of one lane at every configuration (each a capacity per tier)."""
+    """The tier split of one lane at every configuration (each a capacity per tier): the sums in
+    C (core_c.project.tiers_sums); with a prefill model, each request's estimate too."""
     n_cfg, n_tiers, n = len(configs), len(configs[0]), lane.requests
     cats = categories if categories is not None else np.zeros(n, np.int32)
-    n_cat = max(n_categories, 1 if categories is None else int(cats.max(initial=-1)) + 1)
-    out = LaneSplit(
-        hit_blocks=np.zeros((n_cfg, n_tiers), np.int64),
-        hit_tokens=np.zeros((n_cfg, n_tiers), np.int64),
-        bytes_loaded=np.zeros((n_cfg, n_tiers), np.int64),
-        category_requests=np.bincount(cats, minlength=n_cat).astype(np.int64),
-        category_input_tokens=np.bincount(cats, weights=lane.input_len, minlength=n_cat).astype(np.int64),
-        category_hit_blocks=np.zeros((n_cfg, n_cat, n_tiers), np.int64),
-        category_hit_tokens=np.zeros((n_cfg, n_cat, n_tiers), np.int64),
-        category_bytes_loaded=np.zeros((n_cfg, n_cat, n_tiers), np.int64),
-        estimate_s=np.zeros((n_cfg, n), np.float64) if prefill is not None else None,
-        uncached_s=prefill.uncached_s(lane.input_len) if prefill is not None else None,
-    )
-    step = max(64, STEP_NUMBERS // (n_cfg * n_tiers))
+    n_cat = max(n_categories, 1 if categories is None else int(cats.max(initial=-1)) + 1, 1)
+    values, kinds = _tier_arrays(configs)
+    estimate = np.zeros((n_cfg, n), np.float64) if prefill is not None else None
+    sums = [np.zeros((n_cfg, n_cat, n_tiers), np.int64) for _ in range(3)]
+    step = max(64, STEP_NUMBERS // (n_cfg * n_tiers)) if prefill is not None else max(n, 1)
     for lo in range(0, n, step):
         hi = min(lo + step, n)
-        served = served_blocks(lane, configs, mode, slice(lo, hi))
-        tier_hits = np.diff(served, axis=2, prepend=np.zeros((hi - lo, n_cfg, 1), np.uint64)).astype(np.int64)
-        bs, bb, cat = lane.block_size[lo:hi], lane.block_bytes[lo:hi], cats[lo:hi]
-        tokens = tier_hits * bs[:, None, None]
-        loaded = tier_hits * bb[:, None, None]
-        loaded[:, :, 0] = 0  # the first tier is the GPU's own memory: nothing is loaded
-        out.hit_blocks += tier_hits.sum(axis=0)
-        out.hit_tokens += tokens.sum(axis=0)
-        out.bytes_loaded += loaded.sum(axis=0)
-        if categories is not None:
-            for c in range(n_cfg):
-                for arr, into in (
-                    (tier_hits, out.category_hit_blocks),
-                    (tokens, out.category_hit_tokens),
-                    (loaded, out.category_bytes_loaded),
-                ):
-                    np.add.at(into[c], cat, arr[:, c, :])
-        if prefill is not None:
-            assert out.estimate_s is not None
-            out.estimate_s[:, lo:hi] = prefill.estimate_s(lane.input_len[lo:hi], bs, bb, tier_hits).T
-    if categories is None:  # one category: the lane itself
-        out.category_hit_blocks[:, 0, :] = out.hit_blocks
-        out.category_hit_tokens[:, 0, :] = out.hit_tokens
-        out.category_bytes_loaded[:, 0, :] = out.bytes_loaded
-    return out
+        seg_lo, seg_hi = int(lane.seg_offsets[lo]), int(lane.seg_offsets[hi])
+        blocks, tokens, loaded, tier_hits = tiers_sums(
+            lane.segs[seg_lo:seg_hi],
+            lane.seg_offsets[lo : hi + 1] - seg_lo,
+            lane.block_size[lo:hi],
+            lane.block_bytes[lo:hi],
+            values,
+            kinds,
+            n_tiers,
+            inclusive=mode is TierMode.INCLUSIVE,
+            category=None if categories is None else cats[lo:hi],
+            n_categories=n_cat,
+            per_request=prefill is not None,
+        )
+        for total, part in zip(sums, (blocks, tokens, loaded), strict=True):
+            total += part.astype(np.int64)
+        if prefill is not None and estimate is not None and tier_hits is not None:
+            estimate[:, lo:hi] = prefill.estimate_s(
+                lane.input_len[lo:hi], lane.block_size[lo:hi], lane.block_bytes[lo:hi], tier_hits.astype(np.int64)
+            ).T
+    return LaneSplit(
+        hit_blocks=sums[0].sum(axis=1),
+        hit_tokens=sums[1].sum(axis=1),
+        bytes_loaded=sums[2].sum(axis=1),
+        category_requests=np.bincount(cats, minlength=n_cat).astype(np.int64),
+        category_input_tokens=_sum_by(cats, lane.input_len, n_cat),
+        category_hit_blocks=sums[0],
+        category_hit_tokens=sums[1],
+        category_bytes_loaded=sums[2],
+        estimate_s=estimate,
+        uncached_s=prefill.uncached_s(lane.input_len) if prefill is not None else None,
+    )
