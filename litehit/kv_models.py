@@ -31,6 +31,7 @@ __all__ = [
     "DEFAULT_BYTES_PER_TOKEN",
     "DEFAULT_KV_DTYPE",
     "KV_BYTES_ASSUMED",
+    "KV_BYTES_OPTIONS",
     "KV_DTYPE_BYTES",
     "MODELS",
     "KvModel",
@@ -41,6 +42,7 @@ __all__ = [
 KV_DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp8": 1}
 DEFAULT_KV_DTYPE = "bf16"
 DEFAULT_BYTES_PER_TOKEN = 2048  # 1 MiB per 512-token block: assumed when no KV bytes are given
+KV_BYTES_OPTIONS = ("model", "kv_bytes_per_token", "block_bytes")  # each sets the KV bytes: one at most
 KV_BYTES_ASSUMED = "kv_bytes_assumed"
 """The replay config field the shorthand sets when it assumed DEFAULT_BYTES_PER_TOKEN."""
 

@@ -9,11 +9,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from litehit.capacity import counted, format_bytes
-from litehit.curve import CurvePoint, InstanceCurve, exact_curves
 from litehit.errors import QueryError
+
+if TYPE_CHECKING:  # the curves load numpy and the engine: only when a summary is made
+    from litehit.curve import CurvePoint, InstanceCurve
 
 __all__ = [
     "PLATEAU_FRACTIONS",
@@ -56,6 +58,8 @@ def capacity_ladder(curve: InstanceCurve) -> list[int]:
 def _point_at(curve: InstanceCurve, capacity_bytes: int) -> CurvePoint:
     tokens = curve.hit_tokens_at(capacity_bytes)
     blocks = None if curve.block_bytes is None else capacity_bytes // curve.block_bytes
+    from litehit.curve import CurvePoint
+
     return CurvePoint(capacity_bytes, blocks, tokens, tokens / curve.input_tokens if curve.input_tokens else 0.0)
 
 
@@ -100,6 +104,8 @@ def summarize_facts(
     """One summary per instance of the facts file; setups maps instance id -> (block size, TTL s)."""
     setups = setups or {}
     order = {name: i for i, name in enumerate(setups)}  # the config's lane order, then the others
+    from litehit.curve import exact_curves
+
     curves = sorted(exact_curves(facts, PLATEAU_FRACTIONS), key=lambda c: order.get(c.instance_id, len(order)))
     lanes = []
     for c in curves:

@@ -17,7 +17,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from litehit.errors import ConfigError, ConfigIssue
-from litehit.kv_models import DEFAULT_BYTES_PER_TOKEN, DEFAULT_KV_DTYPE, KV_BYTES_ASSUMED, KV_DTYPE_BYTES, model_named
+from litehit.kv_models import (
+    DEFAULT_BYTES_PER_TOKEN,
+    DEFAULT_KV_DTYPE,
+    KV_BYTES_ASSUMED,
+    KV_BYTES_OPTIONS,
+    KV_DTYPE_BYTES,
+    model_named,
+)
 from litehit.limits import LANES_MAX
 from litehit.spec import TraceFormat
 from litehit.traces.format_table import FORMATS
@@ -25,7 +32,6 @@ from litehit.traces.format_table import FORMATS
 __all__ = ["DEFAULT_BYTES_PER_TOKEN", "DEFAULT_TRACE_BLOCK", "KV_BYTES_OPTIONS", "Shorthand", "shorthand_config"]
 
 DEFAULT_TRACE_BLOCK = {TraceFormat(f.name): f.default_trace_block for f in FORMATS}
-KV_BYTES_OPTIONS = ("model", "kv_bytes_per_token", "block_bytes")  # each sets the KV bytes: one at most
 
 Namer = Callable[[str], str]  # an option's field name -> the name its user typed
 

@@ -3,51 +3,50 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 from importlib.metadata import PackageNotFoundError, version
 
-from litehit.cli import (
-    analysis,
-    attribution,
-    demo,
-    jobs,
-    migrate,
-    models,
-    policies,
-    profile,
-    query,
-    replay,
-    report,
-    tiers,
-    window,
-)
+from litehit.cli.commands import COMMANDS
 from litehit.cli.stdin_input import STDIN, spooled_stdin
 from litehit.errors import LiteHitError
 
-__all__ = ["main"]
+__all__ = ["build_parser", "full_parser", "main"]
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _command_of(argv: list[str] | None) -> str | None:
+    """The command a command line names: its first argument that is not an option."""
+    args = sys.argv[1:] if argv is None else argv
+    return next((a for a in args if not a.startswith("-")), None)
+
+
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The parser of `argv`'s command with all its flags; without a known command, the list of
+    commands (litehit.cli.commands) for --help and its error."""
     parser = argparse.ArgumentParser(
         prog="litehit",
         description="Exact KV-cache prefix hit rates at any capacity, from one replay of a block trace.",
     )
     parser.add_argument("--version", action="version", version=f"litehit {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    replay.add_parser(sub)
-    query.add_parser(sub)
-    analysis.add_parsers(sub)
-    policies.add_parser(sub)
-    window.add_parser(sub)
-    attribution.add_parser(sub)
-    profile.add_parser(sub)
-    tiers.add_parsers(sub)
-    demo.add_parser(sub)
-    jobs.add_parser(sub)
-    migrate.add_parser(sub)
-    models.add_parser(sub)
-    report.add_parser(sub)
+    command = _command_of(argv)
+    if command in COMMANDS:  # only its module: a command starts without the others' imports
+        module = importlib.import_module(f"litehit.cli.{COMMANDS[command][0]}")
+        (getattr(module, "add_parsers", None) or module.add_parser)(sub)
+    else:  # --help, --version or an unknown command: every command listed by its help alone
+        for name, (_, text) in COMMANDS.items():
+            sub.add_parser(name, help=text)
+    return parser
+
+
+def full_parser() -> argparse.ArgumentParser:
+    """Every command with all its flags (for checks over the whole command line)."""
+    parser = argparse.ArgumentParser(prog="litehit")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name in dict.fromkeys(module for module, _ in COMMANDS.values()):
+        module = importlib.import_module(f"litehit.cli.{name}")
+        (getattr(module, "add_parsers", None) or module.add_parser)(sub)
     return parser
 
 
@@ -71,7 +70,7 @@ def _stdout_closed() -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     spooled: str | None = None
     try:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from litehit.capacity import DEFAULT_TARGETS, GIB, UNITS_HELP, counted, parse_capacities
+from litehit.cli.commands import COMMAND_HELP
 from litehit.cli.facts_input import check_facts_file
 from litehit.cli.outputs import publish_bytes
 from litehit.errors import QueryError
@@ -28,7 +29,7 @@ __all__ = ["add_parsers", "print_curve_summary"]
 def add_parsers(sub: Any) -> None:
     p = sub.add_parser(
         "curve",
-        help="the exact hit-rate curve over all capacities, and the capacity for target hit rates",
+        help=COMMAND_HELP["curve"],
         description=(
             "Per instance: every capacity where the hit rate changes, from 0 to the infinite-capacity\n"
             "plateau, the smallest capacity reaching each target fraction of that plateau, and\n"
@@ -59,7 +60,7 @@ def add_parsers(sub: Any) -> None:
 
     p = sub.add_parser(
         "misses",
-        help="where the input tokens go: hit, evicted, cold, expired, incomplete tail",
+        help=COMMAND_HELP["misses"],
         description=(
             "Split all input tokens per instance and capacity into hit / evicted (lost only to the\n"
             "capacity limit) / cold (never seen) / expired (TTL) / tail (never a full block).\n"
@@ -80,7 +81,7 @@ def add_parsers(sub: Any) -> None:
 
     p = sub.add_parser(
         "plot",
-        help="PNG and SVG plots: hit rate vs capacity, and miss attribution",
+        help=COMMAND_HELP["plot"],
         description=(
             "  litehit plot out/litehit_facts.csv [-o plots/] [--capacity-gb 1 4 16]\n"
             "      without -o, the plots go to a folder named plots next to the facts file"

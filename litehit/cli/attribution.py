@@ -19,6 +19,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from litehit.cli.commands import COMMAND_HELP
 from litehit.errors import ConfigError, ConfigIssue
 
 __all__ = ["add_parser"]
@@ -32,7 +33,7 @@ def add_parser(sub: Any) -> None:
     defaults = Settings.model_fields
     p = sub.add_parser(
         "attribution",
-        help="live miss attribution without a server: replay an event log, record ZMQ KV events",
+        help=COMMAND_HELP["attribution"],
         description=__doc__.split("\n\n", 1)[1] if __doc__ else None,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

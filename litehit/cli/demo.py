@@ -7,6 +7,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from litehit.cli.commands import COMMAND_HELP
 from litehit.errors import ConfigError, ConfigIssue
 
 __all__ = ["BUNDLED_TRACE", "add_parser"]
@@ -18,7 +19,7 @@ CAPACITIES = ["0.5", "1", "2", "4", "8", "16", "32", "-1"]
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "demo",
-        help="replay the bundled Mooncake trace and query it (no servers needed)",
+        help=COMMAND_HELP["demo"],
         description=(
             "Replays examples/data/conversation_trace.jsonl once (lanes: 512- and 1024-token blocks,\n"
             "pure LRU and a 60 s TTL, 2 KiB of KV cache per token), then queries capacities, computes\n"

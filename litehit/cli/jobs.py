@@ -7,6 +7,7 @@ import argparse
 import json
 from typing import Any
 
+from litehit.cli.commands import COMMAND_HELP
 from litehit.jobs.kinds import Kind
 
 __all__ = ["add_parser"]
@@ -17,7 +18,7 @@ KINDS = [k.value for k in Kind]
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "jobs",
-        help="list past jobs of every kind: " + ", ".join(KINDS) + " (the embedded database, or LITEHIT_DATABASE_URL)",
+        help=COMMAND_HELP["jobs"],
         description=f"  litehit jobs [--limit 20] [--kind {'|'.join(KINDS)}] [--show JOB_ID]",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -6,13 +6,15 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from litehit.cli.commands import COMMAND_HELP
+
 __all__ = ["add_parser"]
 
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "migrate",
-        help="create or upgrade the database schema (the same as `alembic upgrade head` in a checkout)",
+        help=COMMAND_HELP["migrate"],
         description="  litehit migrate [--revision head]",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

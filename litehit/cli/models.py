@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from litehit.cli.commands import COMMAND_HELP
 from litehit.kv_models import MODELS
 
 __all__ = ["add_parser"]
@@ -13,7 +14,7 @@ __all__ = ["add_parser"]
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "models",
-        help="the --model presets: KV-cache shape and bytes per token",
+        help=COMMAND_HELP["models"],
         description=(
             "The models --model knows, with the config.json shape their KV bytes per token come from.\n\n"
             "  litehit replay TRACE --model Llama-3.1-8B [--kv-dtype fp8]"

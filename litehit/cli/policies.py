@@ -7,9 +7,10 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from litehit.cli.commands import COMMAND_HELP
 from litehit.cli.trace_input import add_trace_arguments, default_kv_note, spec_from_args
 from litehit.errors import ConfigError, ConfigIssue
-from litehit.policies.options import POLICY_NAMES
+from litehit.policies.names import POLICY_NAMES
 
 if TYPE_CHECKING:
     from litehit.policies.options import SweepOptions
@@ -30,7 +31,7 @@ _FLAGS = {
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "policies",
-        help="hit ratios of LRU, FIFO, LFU, GDFS and the workload-aware policy at fixed capacities",
+        help=COMMAND_HELP["policies"],
         description=(
             "Simulate every lane at fixed cache capacities under each eviction policy, in one pass\n"
             "over the trace (same inputs, lanes, routing and re-blocking as `litehit replay`).\n\n"

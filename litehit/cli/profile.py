@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from litehit.capacity import counted, format_seconds
+from litehit.cli.commands import COMMAND_HELP
 from litehit.cli.trace_input import add_trace_arguments, default_kv_note, spec_from_args
 from litehit.errors import ConfigError, ConfigIssue
 from litehit.publish import make_output_dir
@@ -23,7 +24,7 @@ __all__ = ["add_parser", "print_profile"]
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "profile",
-        help="profile the workload: ideal hit ratio, skew, reuse times, lifespans, capacity needed",
+        help=COMMAND_HELP["profile"],
         description=(
             "Replay every lane once at infinite capacity (same inputs, lanes, routing, prefix hash,\n"
             "re-blocking and TTLs as `litehit replay`; an expired block is not a hit) and report,\n"

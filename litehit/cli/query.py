@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from litehit.capacity import UNITS_HELP, parse_capacities
+from litehit.cli.commands import COMMAND_HELP
 from litehit.cli.facts_input import check_facts_file
 from litehit.cli.stdin_input import named_stdin
 from litehit.publish import AtomicPublisher
@@ -22,7 +23,7 @@ __all__ = ["add_parser", "print_table"]
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "query",
-        help="hit rates of published facts at any capacities",
+        help=COMMAND_HELP["query"],
         description=(
             "Project facts onto cache capacities (binary GiB; negative = infinite; order kept,\n"
             "duplicates and 0 allowed). With -o, writes the original query JSONL: one row per\n"

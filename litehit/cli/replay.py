@@ -7,6 +7,7 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
+from litehit.cli.commands import COMMAND_HELP
 from litehit.cli.trace_input import add_trace_arguments, default_kv_note, spec_from_args
 from litehit.lane_summary import parse_hit_rates, print_lane_summaries, summarize_facts
 from litehit.publish import make_output_dir
@@ -20,7 +21,7 @@ __all__ = ["add_parser", "print_summary"]
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "replay",
-        help="replay a trace once and publish its facts (litehit_facts.csv)",
+        help=COMMAND_HELP["replay"],
         description=(
             "Replay a KV-cache block trace once and publish capacity-independent facts.\n\n"
             "  litehit replay CONFIG.json\n"

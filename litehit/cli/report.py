@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from litehit.capacity import UNITS_HELP, parse_capacities
+from litehit.cli.commands import COMMAND_HELP
 from litehit.cli.facts_input import check_facts_file
 from litehit.cli.outputs import publish_bytes
 from litehit.cli.tiers import add_split_arguments, split_options
@@ -26,7 +27,7 @@ MTIME_SLACK_S = 2.0  # a run record is written after its facts are published
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "report",
-        help="one self-contained HTML page: curves, table, targets, miss attribution, provenance",
+        help=COMMAND_HELP["report"],
         description=(
             "Write one offline HTML page (inline SVG charts, nothing loaded from the network) about a\n"
             "facts file: the exact hit-rate curve per lane, the hit rates at the asked capacities (or\n"

@@ -10,9 +10,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
-
 from litehit.capacity import UNITS_HELP, format_bytes
+from litehit.cli.commands import COMMAND_HELP
 from litehit.errors import QueryError
 from litehit.tiers.config import TierError, parse_assignment
 from litehit.tiers.hardware import GPUS, LINKS
@@ -81,7 +80,7 @@ def _common(p: argparse.ArgumentParser) -> None:
 def add_parsers(sub: Any) -> None:
     t = sub.add_parser(
         "tiers",
-        help="hit rates per cache tier (HBM / DRAM / SSD), exactly, with prefill estimates",
+        help=COMMAND_HELP["tiers"],
         description=(
             "Split each lane's hits across cache tiers from the facts alone (one LRU order: a block's\n"
             "depth decides its tier). Capacities per instance: " + UNITS_HELP + "; inf for the last tier;\n"
@@ -98,7 +97,7 @@ def add_parsers(sub: Any) -> None:
 
     p = sub.add_parser(
         "plan",
-        help="the cheapest cache tiers reaching a target, and the cost frontier",
+        help=COMMAND_HELP["plan"],
         description=(
             "Search tier capacities (NAME=CAP fixed, NAME=MIN..MAX ranged) for the cheapest\n"
             "configuration reaching a target, and the frontier of cost against hit rate.\n\n"
@@ -191,6 +190,8 @@ def _flag_of(loc: str, args: argparse.Namespace) -> str:
 
 
 def _validated(model: Any, data: dict[str, Any], args: argparse.Namespace) -> Any:
+    from pydantic import ValidationError
+
     try:
         return model.model_validate(data)
     except ValidationError as exc:

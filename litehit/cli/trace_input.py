@@ -7,15 +7,22 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from litehit.errors import ConfigError, ConfigIssue
-from litehit.kv_models import DEFAULT_KV_DTYPE, KV_BYTES_ASSUMED, KV_DTYPE_BYTES, MODELS, model_named
-from litehit.shorthand import DEFAULT_BYTES_PER_TOKEN, KV_BYTES_OPTIONS, Shorthand
-from litehit.shorthand import shorthand_config as expand_shorthand
-from litehit.spec import ReplaySpec, TraceFormat, load_replay_config, parse_replay_spec
+from litehit.kv_models import (
+    DEFAULT_BYTES_PER_TOKEN,
+    DEFAULT_KV_DTYPE,
+    KV_BYTES_ASSUMED,
+    KV_BYTES_OPTIONS,
+    KV_DTYPE_BYTES,
+    MODELS,
+    model_named,
+)
 from litehit.traces.format_table import FORMATS
-from litehit.traces.formats import detect_format
+
+if TYPE_CHECKING:  # the config models (pydantic) load when a command runs, not to declare it
+    from litehit.spec import ReplaySpec
 
 __all__ = [
     "add_trace_arguments",
@@ -33,7 +40,7 @@ def add_trace_arguments(p: argparse.ArgumentParser, *, source_required: bool = T
     p.add_argument(
         "source", nargs=None if source_required else "?", help="an offline config JSON file, or a trace file"
     )
-    p.add_argument("--format", choices=[f.value for f in TraceFormat], help="trace format (default: detected)")
+    p.add_argument("--format", choices=[f.name for f in FORMATS], help="trace format (default: detected)")
     p.add_argument(
         "--block-size",
         type=int,
@@ -95,9 +102,15 @@ def _is_config(path: Path) -> bool:
 
 def shorthand_config(args: argparse.Namespace, output_dir: str) -> dict[str, Any]:
     """The original config that the shorthand options stand for."""
+    from litehit.spec import TraceFormat
+    from litehit.traces.formats import detect_format
+
     fmt = TraceFormat(args.format) if args.format else detect_format(args.source)
     if fmt is None:
         raise SystemExit(f"litehit: error: {args.source}: the trace has no rows")
+    from litehit.shorthand import Shorthand
+    from litehit.shorthand import shorthand_config as expand_shorthand
+
     options = Shorthand(
         trace_format=fmt,
         block_size=args.block_size,
@@ -154,6 +167,8 @@ def default_kv_note(args: argparse.Namespace) -> str | None:
 def spec_from_args(args: argparse.Namespace, output_dir: str) -> ReplaySpec:
     """The replay spec of a command line: the config file as is (with --workers), or the
     shorthand's config with its output in output_dir. Unknown config fields are warned about."""
+    from litehit.spec import load_replay_config, parse_replay_spec
+
     source = Path(args.source)
     if not args.format and _is_config(source):
         given = [o for o in _SHORTHAND if getattr(args, o)]

@@ -9,10 +9,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from litehit.capacity import counted, format_seconds
+from litehit.cli.commands import COMMAND_HELP
 from litehit.cli.outputs import check_plot_flag
 from litehit.cli.trace_input import add_trace_arguments, default_kv_note, spec_from_args
 from litehit.errors import ConfigError, ConfigIssue
-from litehit.policies.options import POLICY_CHOICES
+from litehit.policies.names import POLICY_CHOICES
 
 if TYPE_CHECKING:
     from litehit.window.result import DelayStats, LaneWindow, MissReport, WindowResult, WindowSettings
@@ -26,7 +27,7 @@ _ESTIMATE_ONLY = ("evictions_per_s", "window_s")
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "window",
-        help="size an eviction-attribution window (evicted vs no_match misses) from a replay",
+        help=COMMAND_HELP["window"],
         description=(
             "Simulate every lane at one capacity under one eviction policy (same inputs, lanes,\n"
             "routing and re-blocking as `litehit replay`; no TTL). Every request with fewer hits\n"

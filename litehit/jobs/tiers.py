@@ -87,12 +87,12 @@ def tiers_of(facts: Path, options: TiersOptions, runtime: ReplaySpec | None, not
     from litehit.tiers.lanes import load_lanes
 
     lanes = load_lanes(facts)
-    categories = None
+    categories, hashed = None, False
     if runtime is not None:
-        categories, why = trace_categories(runtime, lanes)
+        categories, why, hashed = trace_categories(runtime, lanes)
         if why:
             notes = [*notes, f"no request categories: {why}"]
-    return tiers_document(lanes, options, categories=categories, notes=notes)
+    return tiers_document(lanes, options, categories=categories, notes=notes, prefix_contract=hashed)
 
 
 def facts_notes(replay: Job | None) -> list[str]:

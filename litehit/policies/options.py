@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Annotated, Literal, get_args
+from typing import Annotated
 
 from pydantic import (
     AfterValidator,
@@ -20,6 +20,7 @@ from pydantic import (
 
 from litehit.capacity import GIB, capacity_blocks, parse_capacities
 from litehit.errors import ConfigError, ConfigIssue, QueryError
+from litehit.policies.names import POLICY_CHOICES, POLICY_NAMES, PolicyName
 from litehit.spec import ReplaySpec, config_error
 
 __all__ = [
@@ -33,13 +34,6 @@ __all__ = [
     "lane_capacity_blocks",
     "parse_sweep_options",
 ]
-
-PolicyName = Literal["lru", "fifo", "lfu", "gdfs", "wa"]
-POLICY_NAMES: tuple[PolicyName, ...] = get_args(PolicyName)
-"""The eviction policies, in the order the CLI and the API list them. The C simulator's codes
-(LH_POLICY_* in core_c/include/lh_policy.h, core_c.policy.POLICIES) are held equal to these by
-tests/litehit/test_declarations.py."""
-POLICY_CHOICES = ", ".join(POLICY_NAMES[:-1]) + " or " + POLICY_NAMES[-1]
 
 
 def _finite_positive(value: float, what: str) -> float:

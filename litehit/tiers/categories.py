@@ -23,10 +23,13 @@ from litehit.tiers.lanes import LaneFacts
 __all__ = ["trace_categories"]
 
 
-def trace_categories(runtime: ReplaySpec, lanes: Sequence[LaneFacts]) -> tuple[LaneCategories | None, str | None]:
-    """(categories, None), or (None, why not) when the facts are not this replay's."""
+def trace_categories(runtime: ReplaySpec, lanes: Sequence[LaneFacts]) -> tuple[LaneCategories | None, str | None, bool]:
+    """(categories, None, hashed), or (None, why not, hashed) when the facts are not this
+    replay's; hashed: every lane chains its keys into prefix keys (enable_prefix_hash), so
+    every request keeps the prefix contract."""
     path = runtime.trace_file_path
     plan = make_plan(runtime, resolve_format(runtime, path), path)
+    hashed = all(lane.prefix_hash for lane in plan.lanes)
     ids: dict[str, list[npt.NDArray[np.int32]]] = {lane.instance_id: [] for lane in plan.lanes}
     lens: dict[str, list[npt.NDArray[np.int64]]] = {lane.instance_id: [] for lane in plan.lanes}
     stamps: dict[str, list[npt.NDArray[np.int64]]] = {lane.instance_id: [] for lane in plan.lanes}
@@ -38,13 +41,13 @@ def trace_categories(runtime: ReplaySpec, lanes: Sequence[LaneFacts]) -> tuple[L
     out: dict[str, npt.NDArray[np.int32]] = {}
     for lane in lanes:
         if lane.instance_id not in ids:
-            return None, f"lane {lane.instance_id} is not a lane of the replay's config"
+            return None, f"lane {lane.instance_id} is not a lane of the replay's config", False
         cats = np.concatenate([np.empty(0, np.int32), *ids[lane.instance_id]])
         input_lens = np.concatenate([np.empty(0, np.int64), *lens[lane.instance_id]])
         times = np.concatenate([np.empty(0, np.int64), *stamps[lane.instance_id]])
         if len(cats) != lane.requests or not (
             np.array_equal(input_lens, lane.input_len) and np.array_equal(times, lane.timestamp)
         ):
-            return None, f"lane {lane.instance_id}: the facts are not the requests of the replay's trace"
+            return None, f"lane {lane.instance_id}: the facts are not the requests of the replay's trace", False
         out[lane.instance_id] = cats
-    return LaneCategories(list(plan.categories.names), out), None
+    return LaneCategories(list(plan.categories.names), out), None, hashed

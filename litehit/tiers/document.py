@@ -197,9 +197,11 @@ def tiers_document(
     *,
     categories: LaneCategories | None = None,
     notes: Sequence[str] = (),
+    prefix_contract: bool = False,
 ) -> dict[str, Any]:
     """The tier split of every lane (TierError naming the tier on capacities an inclusive
-    configuration cannot have)."""
+    configuration cannot have). prefix_contract: the facts are known to keep the prefix contract
+    (their replay chained every lane's keys), so no row can be a lower bound."""
     resolved = resolve(options)
     if options.mode is TierMode.INCLUSIVE:
         for lane in lanes:
@@ -216,5 +218,5 @@ def tiers_document(
         ],
         "constants": resolved.constants,
         "lanes": [lane_document(lane, resolved, options.mode, categories) for lane in lanes],
-        "notes": [*notes, CONTRACT_NOTE],
+        "notes": [*notes] if prefix_contract else [*notes, CONTRACT_NOTE],
     }

@@ -49,7 +49,8 @@ def small_trace(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> Pat
 
 
 def lane_block_bytes(trace: Path, *flags: str) -> dict[str, int]:
-    args = build_parser().parse_args(["replay", str(trace), "--block-sizes", "512,1024", *flags])
+    argv = ["replay", str(trace), "--block-sizes", "512,1024", *flags]
+    args = build_parser(argv).parse_args(argv)
     config = shorthand_config(args, "unused")
     return {i["instance_id"]: i["location_spec_infos"][0]["size"] for i in config["instances"]}
 

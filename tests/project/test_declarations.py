@@ -19,9 +19,9 @@ from litehit.settings import Settings
 
 
 def _subcommand(name: str) -> argparse.ArgumentParser:
-    from litehit.cli import build_parser
+    from litehit.cli import full_parser
 
-    parser = build_parser()
+    parser = full_parser()
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     found: argparse.ArgumentParser = sub.choices[name]
     return found

@@ -1,0 +1,67 @@
+"""The command line starts in a blink: `litehit COMMAND` imports only that command's module, the
+list of commands (litehit.cli.commands) is what the modules declare, and `--version`, `--help`
+and building any one command's parser load no engine, numpy, pydantic or SQLAlchemy."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from litehit.cli import build_parser, full_parser
+from litehit.cli.commands import COMMANDS
+
+LITEHIT = str(Path(sys.executable).with_name("litehit"))
+HEAVY = ("numpy", "core_c._core", "sqlalchemy", "matplotlib", "pydantic_settings")
+
+
+def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return dict(action.choices)
+
+
+def test_the_table_lists_exactly_what_the_modules_declare_with_the_same_help() -> None:
+    full = full_parser()
+    declared = _subparsers(full)
+    assert list(declared) == list(COMMANDS)
+    action = next(a for a in full._actions if isinstance(a, argparse._SubParsersAction))
+    helps = {choice.dest: choice.help for choice in action._choices_actions}
+    assert helps == {name: text for name, (_, text) in COMMANDS.items()}
+
+
+@pytest.mark.parametrize("command", list(COMMANDS))
+def test_a_command_declares_itself_alone_with_every_flag(command: str) -> None:
+    alone = _subparsers(build_parser([command, "--help-not-parsed"]))[command]
+    full = _subparsers(full_parser())[command]
+    assert [a.option_strings for a in alone._actions] == [a.option_strings for a in full._actions]
+
+
+def _imported(code: str) -> list[str]:
+    out = subprocess.run(
+        [sys.executable, "-c", f"import sys\n{code}\nimport json; print(json.dumps(sorted(sys.modules)))"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(out.stdout.splitlines()[-1])
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["--version"], ["query", "f"], ["replay", "t"], ["tiers", "f"]])
+def test_declaring_the_command_line_loads_nothing_heavy(argv: list[str]) -> None:
+    modules = _imported(f"from litehit.cli import build_parser\nbuild_parser({argv!r})")
+    assert [m for m in modules if m.startswith(HEAVY)] == []
+
+
+def test_version_and_help_answer() -> None:
+    for flag in ("--version", "--help"):
+        r = subprocess.run([LITEHIT, flag], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+    r = subprocess.run([LITEHIT, "--help"], capture_output=True, text=True)
+    for name, (_, text) in COMMANDS.items():
+        assert name in r.stdout and text.split()[0] in r.stdout
+    r = subprocess.run([LITEHIT, "nope"], capture_output=True, text=True)
+    assert r.returncode == 2 and "invalid choice: 'nope'" in r.stderr and "'tiers'" in r.stderr
