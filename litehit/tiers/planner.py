@@ -8,7 +8,8 @@ Search (``searched`` in plan.json says which was done):
   last tier's Bk. For a hit-rate target the smallest breakpoint S reaching it is exact, and the
   cheapest configuration holding S starts every tier at its minimum and fills the cheapest tiers
   per block first (ties: the faster, upper tier) up to their maximum: the exact optimum, since
-  cost is linear in the capacities.
+  cost is linear in the capacities. Tiers that cost nothing are also tried at their maximum (the
+  same cost, more capacity).
 - The frontier and the time targets evaluate candidates exactly (every request projected): that
   cheapest fill at the breakpoint reaching each of 200 evenly spaced shares of the lane's
   plateau (0.5%, 1%, ... 100%) and at each tier's bounds, plus, with a prefill model, a ladder
@@ -116,6 +117,15 @@ def _cheapest(bounds: Sequence[Bounds], total: int, mode: TierMode) -> tuple[int
         if need > 0:
             return None
     return tuple(caps)
+
+
+def _with_free_tiers_full(bounds: Sequence[Bounds], caps: tuple[int, ...], mode: TierMode) -> tuple[int, ...] | None:
+    """caps with every tier that costs nothing at its maximum (None: nothing changes, or an
+    inclusive configuration would decrease)."""
+    full = tuple(b.high if b.price_per_block_hour == 0 else c for b, c in zip(bounds, caps, strict=True))
+    if full == caps or (mode is TierMode.INCLUSIVE and any(a > b for a, b in itertools.pairwise(full))):
+        return None
+    return full
 
 
 def _ladder(b: Bounds, steps: int) -> list[int]:
@@ -245,7 +255,15 @@ def plan_lane(
         if j < len(hits):
             exact_total = int(capacities[j])
             totals.add(exact_total)
-    caps_set = {c for t in totals if (c := _cheapest(bounds, max(t, low_total), mode)) is not None}
+    caps_set: set[tuple[int, ...]] = set()
+    for t in totals:
+        caps = _cheapest(bounds, max(t, low_total), mode)
+        if caps is None:
+            continue
+        caps_set.add(caps)
+        free = _with_free_tiers_full(bounds, caps, mode)  # free capacity at the same cost
+        if free is not None:
+            caps_set.add(free)
     ranged = [i for i, b in enumerate(bounds) if b.high > b.low]
     ladder_size = 0
     if model is not None and ranged:
