@@ -169,8 +169,14 @@ def _prefill(args: argparse.Namespace) -> dict[str, Any] | None:
     return out
 
 
+TARGET_FLAGS = {"hit_rate": "--target-hit-rate", "prefill_saving": "--target-prefill-saving", "ttft_s": "--target-ttft"}
+TOP_FLAGS = {"tiers": "--tier", "gpu_price_per_hour": "--gpu-price"}
+
+
 def _flag_of(loc: str, args: argparse.Namespace) -> str:
-    """A field of the options, as the command line spells it."""
+    """A field of the options (or a flag already), as the command line spells it."""
+    if loc.startswith("-"):
+        return loc
     names = [parse_assignment(text, "--tier")[0] for text in args.tier]
     match = re.match(r"tiers(?:\[|\.)(\d+)\]?\.?(\w*)", loc)
     if match:
@@ -183,10 +189,14 @@ def _flag_of(loc: str, args: argparse.Namespace) -> str:
         field = loc.removeprefix("prefill.")
         return {"peak_flops": "--peak-tflops"}.get(field, "--" + field.replace("_", "-"))
     if loc.startswith("target"):
-        return (
-            "--target-" + loc.removeprefix("target.").replace("_s", "").replace("_", "-") if "." in loc else "--target"
-        )
-    return "--" + loc.replace("_", "-") if loc else "--tier"
+        field = loc.removeprefix("target").lstrip(".")
+        if field in TARGET_FLAGS:
+            return TARGET_FLAGS[field]
+        given = [
+            flag for key, flag in TARGET_FLAGS.items() if getattr(args, flag[2:].replace("-", "_"), None) is not None
+        ]
+        return given[0] if len(given) == 1 else "--target-hit-rate"
+    return TOP_FLAGS.get(loc, "--" + loc.replace("_", "-") if loc else "--tier")
 
 
 def _validated(model: Any, data: dict[str, Any], args: argparse.Namespace) -> Any:

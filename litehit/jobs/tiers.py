@@ -73,9 +73,9 @@ def replay_runtime(replay: Job | None, storage: Storage | None) -> ReplaySpec | 
     """The config a replay job ran, its trace resolved in the storage root (None: no replay)."""
     if replay is None or storage is None:
         return None
-    from litehit.jobs.base import TraceJobSpec
+    from litehit.jobs.replay import ReplayJobSpec
 
-    spec = TraceJobSpec.model_validate(replay.spec)
+    spec = ReplayJobSpec.model_validate(replay.spec)  # a replay stores its config flat
     return spec.replay_spec(str(storage.absolute(spec.config["trace_file_path"])), str(storage.out_dir(replay.id)))
 
 

@@ -541,11 +541,6 @@ def _options_of(command: str) -> set[str]:
     return set(sub.choices[command]._option_string_actions)
 
 
-FLAG_NAMING = pytest.mark.xfail(
-    strict=True,
-    reason="cli bug: litehit.cli.tiers._flag_of turns an options field with no CLI spelling into "
-    "'--' + field (--tiers, --gpu-price-per-hour, --target, and '----tier ssd' for a where already a flag)",
-)
 T2 = ["--tier", "hbm=1GiB", "--tier", "ssd=inf"]
 BAD = [
     pytest.param("tiers", ["--tier", "hbm=-1GiB", "--tier", "ssd=inf"], "--tier hbm", "negative", id="negative"),
@@ -553,18 +548,17 @@ BAD = [
     pytest.param("plan", ["--tier", "hbm=1GiB", "--tier", "ssd=0..NaN"], "--tier ssd", "NaN", id="nan-range"),
     pytest.param("tiers", ["--tier", "hbm=3furlongs", "--tier", "ssd=inf"], "--tier hbm", "furlongs", id="unit"),
     pytest.param("tiers", ["--tier", "hbm", "--tier", "ssd=inf"], "--tier", "NAME=VALUE", id="no-equals"),
-    pytest.param("tiers", ["--tier", "hbm=1GiB", "--tier", "hbm=inf"], "--tier", "given twice", id="duplicate",
-                 marks=FLAG_NAMING),
+    pytest.param("tiers", ["--tier", "hbm=1GiB", "--tier", "hbm=inf"], "--tier", "given twice", id="duplicate"),
     pytest.param("tiers", ["--tier", "hbm=inf", "--tier", "ssd=1GiB"], "--tier hbm", "only the last", id="inf-not-last"),
     pytest.param("plan", ["--tier", "hbm=inf..inf", "--tier", "ssd=0..inf"], "--tier hbm", "inf", id="range-from-inf"),
     pytest.param("tiers", ["--tier", "hbm=4GiB", "--tier", "dram=1GiB", "--mode", "inclusive"], "--tier dram",
                  "non-decreasing", id="inclusive-decreasing"),
     pytest.param("plan", [*T2[:2], "--tier", "ssd=0..inf", "--target-ttft", "0.5"], "--target-ttft", "prefill model",
-                 id="ttft-without-model", marks=FLAG_NAMING),
+                 id="ttft-without-model"),
     pytest.param("plan", [*T2[:2], "--tier", "ssd=0..inf", "--target-prefill-saving", "0.5"],
-                 "--target-prefill-saving", "prefill model", id="saving-without-model", marks=FLAG_NAMING),
+                 "--target-prefill-saving", "prefill model", id="saving-without-model"),
     pytest.param("plan", [*T2[:2], "--tier", "ssd=0..inf", "--gpu-price", "2"], "--gpu-price", "prefill model",
-                 id="gpu-price-without-model", marks=FLAG_NAMING),
+                 id="gpu-price-without-model"),
     pytest.param("tiers", [*T2, "--model", "Llama-3.1-8B", "--gpu", "Z100"], "--gpu", "unknown GPU", id="gpu"),
     pytest.param("tiers", [*T2, "--model", "Llama-9000", "--gpu", "H100-SXM"], "--model", "unknown model", id="model"),
     pytest.param("tiers", [*T2, *MODEL, "--link", "ssd=carrier-pigeon"], "--link ssd", "unknown link", id="link"),
@@ -575,7 +569,7 @@ BAD = [
     pytest.param("tiers", ["--tier", "hbm=spare", "--tier", "ssd=inf"], "--tier hbm", "spare", id="spare-without-model"),
     pytest.param("tiers", [*T2, "--plot", "PLOT/out.txt"], "--plot", ".png or .svg", id="plot-suffix"),
     pytest.param("plan", ["--tier", "hbm=1GiB", "--tier", "ssd=4GiB..1GiB"], "--tier ssd", "below its start",
-                 id="range-max-below-min", marks=FLAG_NAMING),
+                 id="range-max-below-min"),
     pytest.param("plan", ["--tier", "hbm=1GiB", "--tier", "ssd=0..inf", "--price", "ssd=cheap"], "--price ssd",
                  "not a number", id="price"),
     pytest.param("plan", ["--tier", "hbm=1GiB", "--tier", "ssd=0..inf", "--price", "ssd=-1"], "--price ssd",
