@@ -945,7 +945,7 @@ static void test_sweep_and_trim(void) {
   lh_evidence_get_stats(ev, 0, &before);
   CHECK(before.evidence == N && before.evidence_bytes == 32768 * 12);
 
-  lh_evidence_advance(ev, 2); /* retains buckets 1..2: bucket 0's removals expire (4096 slots swept) */
+  lh_evidence_advance(ev, 2);             /* retains buckets 1..2: bucket 0's removals expire (4096 slots swept) */
   size_t left = lh_evidence_sweep(ev, 0); /* a budget of 0 examines nothing */
   CHECK(left > 0 && left < 32768 && lh_evidence_sweep(ev, 0) == left);
   EXPECT(ev, N, LH_EVIDENCE_AGED, 0); /* answered aged before the sweep reaches it */
@@ -961,7 +961,7 @@ static void test_sweep_and_trim(void) {
   CHECK(lh_evidence_trim(ev, err, sizeof err) == LH_OK);
   lh_evidence_get_stats(ev, 0, &s);
   CHECK(s.evidence == KEPT && s.evidence_bytes == 4096 * 12); /* KEPT x 2 fit at most 90 % full */
-  CHECK(s.resident == 0 && s.resident_bytes == 0);             /* the emptied resident table is freed */
+  CHECK(s.resident == 0 && s.resident_bytes == 0);            /* the emptied resident table is freed */
   for (size_t i = 0; i < N; i++) {
     if (i < KEPT) {
       EXPECT(ev, d[i], LH_EVIDENCE_REMOVED, 4);
