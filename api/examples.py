@@ -22,6 +22,7 @@ __all__ = [
     "PROFILE_EXAMPLES",
     "QUERY_EXAMPLES",
     "REPLAY_EXAMPLES",
+    "ROUTES_EXAMPLES",
     "SWEEP_EXAMPLES",
     "TIERS_EXAMPLES",
     "TRACE_FILE",
@@ -169,6 +170,24 @@ WINDOW_EXAMPLES = examples(
         },
     ),
 )
+ROUTES_EXAMPLES = examples(
+    four=(
+        "Four replicas under every state-free router, at 1 GiB and 4 GiB per replica and without a limit",
+        {**_ONE_LANE, "routes": {"replicas": 4, "capacities": ["1GiB", "4GiB", "inf"]}},
+    ),
+    prefix=(
+        "Eight replicas: round-robin against prefix-hash routing on the first 4 blocks",
+        {
+            **_ONE_LANE,
+            "routes": {
+                "replicas": 8,
+                "routers": ["round_robin", "prefix_hash"],
+                "prefix_blocks": 4,
+                "capacities": ["20000blocks"],
+            },
+        },
+    ),
+)
 PROFILE_EXAMPLES = examples(
     config=("A workload profile of two lanes, one with a 60 s TTL", _TWO_GROUPS),
     shorthand=("The shorthand: one lane per block size", {"trace_file_path": TRACE_FILE, "block_sizes": [512, 1024]}),
@@ -181,6 +200,7 @@ EXAMPLES: dict[Kind, Examples] = {
     Kind.POLICY_SWEEP: SWEEP_EXAMPLES,
     Kind.WINDOW: WINDOW_EXAMPLES,
     Kind.PROFILE: PROFILE_EXAMPLES,
+    Kind.ROUTES: ROUTES_EXAMPLES,
 }
 """The request bodies of every job kind's POST (a kind without an entry shows its schema only)."""
 ONLINE_GROUP_EXAMPLES = examples(

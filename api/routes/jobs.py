@@ -86,13 +86,22 @@ def _artifact_route(router: APIRouter, kind: JobKind[Any], artifact: Artifact) -
 
         route(get_file)
         return
-    name_choices, ext_choices = artifact.choices["name"], artifact.choices["ext"]
+    name_choices = artifact.choices["name"]
+    name_param = Path(pattern=f"^({'|'.join(name_choices)})$", description=f"one of {', '.join(name_choices)}")
+    if "ext" not in artifact.choices:
+
+        def get_named(job_id: str, session: SessionDep, storage: StorageDep, name: str = name_param) -> FileResponse:
+            return serve(session, storage, job_id, {"name": name})
+
+        route(get_named)
+        return
+    ext_choices = artifact.choices["ext"]
 
     def get_named_file(  # the Path defaults are evaluated here; annotations would be strings
         job_id: str,
         session: SessionDep,
         storage: StorageDep,
-        name: str = Path(pattern=f"^({'|'.join(name_choices)})$", description=f"one of {', '.join(name_choices)}"),
+        name: str = name_param,
         ext: str = Path(pattern=f"^({'|'.join(ext_choices)})$", description=" or ".join(ext_choices)),
     ) -> FileResponse:
         return serve(session, storage, job_id, {"name": name, "ext": ext})

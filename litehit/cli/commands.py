@@ -23,6 +23,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "profile": ("profile", "profile the workload: ideal hit ratio, skew, reuse times, lifespans, capacity needed"),
     "tiers": ("tiers", "hit rates per cache tier (HBM / DRAM / SSD), exactly, with prefill estimates"),
     "plan": ("tiers", "the cheapest cache tiers reaching a target, and the cost frontier"),
+    "routes": (
+        "routes",
+        "hit rate and load balance of N replicas under round-robin, random, session, prefix-hash routing",
+    ),
     "demo": ("demo", "replay the bundled Mooncake trace and query it (no servers needed)"),
     "jobs": (
         "jobs",

@@ -21,3 +21,4 @@ class Kind(StrEnum):
     PROFILE = "profile"
     TIERS = "tiers"
     PLAN = "plan"
+    ROUTES = "routes"

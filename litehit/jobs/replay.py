@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from litehit.replay.plan import ChunkPlan, LaneWork, ReplayPlan
     from litehit.spec import ReplaySpec
 
-__all__ = ["FACTS_FILE", "KIND", "ReplayJobSpec", "ReplayKind", "ReplayPartResult", "run_replay"]
+__all__ = ["FACTS_FILE", "KIND", "LanePart", "ReplayJobSpec", "ReplayKind", "ReplayPartResult", "run_replay"]
 
 
 class ReplayJobSpec(TraceJobSpec):
@@ -58,7 +58,7 @@ class ReplayPartResult(BaseModel):
     expired_blocks: int | None = Field(default=None, description="blocks dropped by the group's TTL (once succeeded)")
 
 
-class _LanePart:
+class LanePart:
     """A lane at work: the lane core over its requests; each chunk's facts go to the merge."""
 
     def __init__(self, plan: ReplayPlan, part: PartPlan) -> None:
@@ -196,8 +196,8 @@ class ReplayKind(TraceKind[ReplayJobSpec]):
     def parts(self, spec: ReplayJobSpec, plan: ReplayPlan) -> list[PartPlan]:
         return [PartPlan(lane=lane.index, instance_id=lane.instance_id) for lane in plan.lanes]
 
-    def open_part(self, spec: ReplayJobSpec, plan: ReplayPlan, part: PartPlan) -> _LanePart:
-        return _LanePart(plan, part)
+    def open_part(self, spec: ReplayJobSpec, plan: ReplayPlan, part: PartPlan) -> LanePart:
+        return LanePart(plan, part)
 
     def merger(
         self, spec: ReplayJobSpec, runtime: ReplaySpec, plan: ReplayPlan, parts: Sequence[PartPlan]

@@ -9,19 +9,30 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
 
 import core_c
-from core_c.scan import ROW_READ
+from core_c.scan import ROW_READ, ScanResult
 from litehit.categories import CategoryTable
-from litehit.errors import ConfigError, ReplayError
+from litehit.errors import ConfigError, ConfigIssue, ReplayError
 from litehit.spec import ReplaySpec, TraceFormat, routing_issues
 from litehit.traces.format_table import INSTANCELESS
 from litehit.traces.scan import ParsedChunk
 
-__all__ = ["ChunkPlan", "LaneSpec", "LaneWork", "ReplayPlan", "Routing", "make_plan", "plan_chunk"]
+__all__ = [
+    "ChunkPlan",
+    "LaneAssigner",
+    "LaneRouter",
+    "LaneSpec",
+    "LaneWork",
+    "ReplayPlan",
+    "Routing",
+    "make_plan",
+    "plan_chunk",
+]
 
 Int64Array = npt.NDArray[np.int64]
 
@@ -30,6 +41,7 @@ class Routing(StrEnum):
     FANOUT = "fanout"  # every read to every lane, in config order
     OVERRIDE = "override"  # every read to one lane
     TRACE = "trace"  # the row's own instance_id picks the lane
+    ROUTED = "routed"  # a router picks one lane per request in each of its groups (litehit.routes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +52,26 @@ class LaneSpec:
     block_bytes: int
     ttl_ns: int
     prefix_hash: bool
+
+
+class LaneAssigner(Protocol):
+    """The lanes of each read, chunk after chunk in input order (it may keep state across chunks)."""
+
+    def assign(self, rows: ScanResult, reads: Int64Array, keys: Int64Array, offsets: Int64Array) -> Int64Array:
+        """(groups, reads): the lane of read j in each group, given the raw rows, the reads' row
+        numbers and their lane keys (read j's are keys[offsets[j]:offsets[j + 1]])."""
+        ...
+
+
+class LaneRouter(Protocol):
+    """A config whose lanes are replicas of its one instance, chosen by routers: every read goes
+    to one lane of each group (lane g * replicas + j is replica j of group g)."""
+
+    def lanes(self, template: LaneSpec) -> tuple[LaneSpec, ...]: ...
+
+    def start(self, fmt: TraceFormat) -> LaneAssigner:
+        """A fresh assignment for a pass over a trace of `fmt` (ConfigError when it cannot route it)."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -53,6 +85,7 @@ class ReplayPlan:
     extended: bool  # extended facts columns
     lane_by_instance: dict[str, int]
     categories: CategoryTable = field(default_factory=CategoryTable)  # grows as chunks are planned
+    assigner: LaneAssigner | None = None  # ROUTED: the routers' state across chunks
 
     @property
     def lane_ids(self) -> bytes:
@@ -78,8 +111,17 @@ def make_plan(spec: ReplaySpec, fmt: TraceFormat, path: str | None = None) -> Re
         )
         for i, inst in enumerate(spec.instances)
     )
+    router: LaneRouter | None = getattr(spec, "lane_router", None)
+    assigner = None
+    if router is not None:
+        if len(lanes) != 1:
+            raise ConfigError([ConfigIssue("instances", len(lanes), "routing replicas needs exactly one instance")])
+        lanes = router.lanes(lanes[0])
+        assigner = router.start(fmt)
     by_id = {lane.instance_id: lane.index for lane in lanes}
-    if spec.fanout_all_instances:
+    if router is not None:
+        routing, target = Routing.ROUTED, -1
+    elif spec.fanout_all_instances:
         routing, target = Routing.FANOUT, -1
     elif spec.override_instance_id:
         routing, target = Routing.OVERRIDE, by_id[spec.override_instance_id]
@@ -99,6 +141,7 @@ def make_plan(spec: ReplaySpec, fmt: TraceFormat, path: str | None = None) -> Re
         target=target,
         extended=spec.facts_format == "extended",
         lane_by_instance=by_id,
+        assigner=assigner,
     )
 
 
@@ -169,6 +212,8 @@ def plan_chunk(plan: ReplayPlan, parsed: ParsedChunk, prev_timestamp: int | None
     reads = np.flatnonzero(r.kind == ROW_READ)
     row_categories = plan.categories.ids_for(r, plan.fmt)
     n_lanes = len(plan.lanes)
+    if plan.routing is Routing.ROUTED:
+        return _routed_chunk(plan, parsed, reads, row_categories, errors, prev_timestamp)
     if plan.routing is Routing.FANOUT:
         out_src = np.repeat(reads, n_lanes)
         out_lane = np.tile(np.arange(n_lanes, dtype=np.int32), len(reads))
@@ -212,11 +257,29 @@ def plan_chunk(plan: ReplayPlan, parsed: ParsedChunk, prev_timestamp: int | None
             errors.append((int(r.line[row]), f"invalid request trace_id[{_trace_id(parsed, row)}]: {exc.message}"))
             continue
         works.append(LaneWork(batch.keys, batch.offsets, batch.input_lens, ts[rows], row_categories[rows]))
+    _raise_first(plan, errors)
+    return _chunk_plan(parsed, reads, out_src, out_lane, out_pos, works, prev_timestamp)
+
+
+def _raise_first(plan: ReplayPlan, errors: list[tuple[int, str]]) -> None:
     if errors:
         line, reason = min(errors)
         if not reason.startswith("failed to load/replay trace"):
             reason = f"{reason} ({plan.path}:{line})"
         raise ReplayError(reason, path=plan.path, line=line)
+
+
+def _chunk_plan(
+    parsed: ParsedChunk,
+    reads: Int64Array,
+    out_src: Int64Array,
+    out_lane: npt.NDArray[np.int32],
+    out_pos: Int64Array,
+    works: list[LaneWork],
+    prev_timestamp: int | None,
+) -> ChunkPlan:
+    r = parsed.rows
+    ts = r.timestamp
     read_keys = r.key_offsets[reads + 1] - r.key_offsets[reads]
     return ChunkPlan(
         index=parsed.index,
@@ -234,3 +297,61 @@ def plan_chunk(plan: ReplayPlan, parsed: ParsedChunk, prev_timestamp: int | None
         lines=r.lines,
         source_offset=parsed.source_offset,
     )
+
+
+def _gather(keys: Int64Array, offsets: Int64Array, picked: Int64Array) -> tuple[Int64Array, Int64Array]:
+    """The key runs of the picked requests, concatenated, and their offsets."""
+    starts = offsets[picked]
+    lengths = offsets[picked + 1] - starts
+    out_offsets = np.zeros(len(picked) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=out_offsets[1:])
+    at = np.arange(int(out_offsets[-1]), dtype=np.int64) + np.repeat(starts - out_offsets[:-1], lengths)
+    return keys[at], out_offsets
+
+
+def _routed_chunk(
+    plan: ReplayPlan,
+    parsed: ParsedChunk,
+    reads: Int64Array,
+    row_categories: npt.NDArray[np.int32],
+    errors: list[tuple[int, str]],
+    prev_timestamp: int | None,
+) -> ChunkPlan:
+    """ROUTED: the reads normalized once with the replicas' settings (they are identical), each
+    sent to one lane of every group by the plan's assigner; facts rows per read in group order."""
+    r = parsed.rows
+    template = plan.lanes[0]
+    try:
+        batch = core_c.normalize_batch(
+            r.keys,
+            r.key_offsets,
+            r.input_len,
+            template.block_size,
+            rows=reads,
+            trace_block_size=plan.trace_block_size,
+            prefix_hash=template.prefix_hash,
+        )
+    except core_c.CoreError as exc:
+        row = int(reads[exc.index or 0])
+        errors.append((int(r.line[row]), f"invalid request trace_id[{_trace_id(parsed, row)}]: {exc.message}"))
+        _raise_first(plan, errors)
+        raise AssertionError("unreachable") from None
+    _raise_first(plan, errors)
+    assert plan.assigner is not None
+    lane_of = plan.assigner.assign(r, reads, batch.keys, batch.offsets)  # (groups, reads)
+    groups = lane_of.shape[0]
+    out_lane = np.ascontiguousarray(lane_of.T).reshape(-1).astype(np.int32)  # read by read, groups in order
+    out_src = np.repeat(reads, groups)
+    read_at = np.repeat(np.arange(len(reads), dtype=np.int64), groups)
+    order = np.argsort(out_lane, kind="stable")
+    counts = np.bincount(out_lane, minlength=len(plan.lanes))
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    out_pos = np.empty(len(out_lane), dtype=np.int64)
+    out_pos[order] = np.arange(len(out_lane), dtype=np.int64) - np.repeat(starts, counts)
+    works: list[LaneWork] = []
+    for lane in range(len(plan.lanes)):
+        picked = read_at[order[starts[lane] : starts[lane] + counts[lane]]]
+        keys, offsets = _gather(batch.keys, batch.offsets, picked)
+        rows = reads[picked]
+        works.append(LaneWork(keys, offsets, batch.input_lens[picked], r.timestamp[rows], row_categories[rows]))
+    return _chunk_plan(parsed, reads, out_src.astype(np.int64), out_lane, out_pos, works, prev_timestamp)

@@ -75,6 +75,7 @@ def test_every_list_filters_by_state_and_refuses_an_unknown_one(client: Any) -> 
         "profile": one,
         "policy_sweep": {**one, "sweep": {"capacity_gb": [1]}},
         "window": {**one, "window": {"capacity_gb": 1}},
+        "routes": {**one, "routes": {"replicas": 2}},
     }
     created = {}
     for kind, body in bodies.items():

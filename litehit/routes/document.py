@@ -1,0 +1,194 @@
+"""routes.json: per router, the replicas' hits at each asked per-replica capacity, the load
+imbalance, the difference to round_robin, and the exact aggregate curve, from the per-router facts
+the routed replay published (every capacity -> hits step through the projector).
+
+Token accounting as the query's: hit tokens = hit blocks x block size; prefill tokens = input
+tokens - hit tokens; hit rate = sum of hit tokens / sum of input tokens over all replicas.
+Imbalance (prefill tokens as the load): ``max_over_mean`` = the largest replica's prefill tokens
+over the whole trace / the mean over the N replicas; ``p99_over_mean`` = the nearest-rank p99, over
+the aligned windows floor(timestamp_ns / W) in which a request arrived, of the same ratio within
+the window. A ratio whose mean is 0 (nothing to prefill) is 1.0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from core_c.project import project_batch
+from litehit.capacity import CapacitySlot
+from litehit.routes.options import Router, RoutesOptions
+from litehit.routes.routers import replica_name
+from litehit.tiers.config import parse_capacity
+from litehit.tiers.lanes import LaneFacts, load_lanes
+from litehit.tiers.planner import lane_breakpoints
+
+__all__ = ["DEFINITIONS", "facts_file_name", "imbalance", "routes_document"]
+
+Int64Array = npt.NDArray[np.int64]
+DEFINITIONS = {
+    "hit_rate": "sum of hit tokens / sum of input tokens over all replicas (hit tokens = hit blocks x block size)",
+    "capacity": "per replica: every replica has this capacity",
+    "max_over_mean": "the largest replica's prefill tokens (input - hit) over the trace / the mean over the replicas",
+    "p99_over_mean": "nearest-rank p99 over the windows floor(timestamp_ns / W) holding a request of the same "
+    "ratio within the window",
+    "vs_round_robin": "hit_rate - round_robin's hit_rate at the same capacity",
+    "curve": "the aggregate hit rate at every per-replica capacity in blocks where it changes",
+    "facts": "the router's per-replica facts (lanes r0..r{N-1}), a file in the folder of routes.json",
+}
+
+
+def facts_file_name(router: Router | str) -> str:
+    return f"routes_{Router(router).value}_facts.csv"
+
+
+def _empty(name: str) -> LaneFacts:
+    z = np.zeros(0, np.int64)
+    return LaneFacts(name, z, z, z, z, np.zeros(1, np.int64), np.zeros((0, 2), np.int64))
+
+
+def _pooled(lanes: Sequence[LaneFacts]) -> tuple[LaneFacts, Int64Array]:
+    """Every replica's rows as one lane (for the curve and the windows), and each row's replica."""
+    seg_counts = [len(lane.segs) for lane in lanes]
+    offsets = [np.zeros(1, np.int64)]
+    base = 0
+    for lane, count in zip(lanes, seg_counts, strict=True):
+        offsets.append(lane.seg_offsets[1:] + base)
+        base += count
+    pool = LaneFacts(
+        "pool",
+        np.concatenate([lane.input_len for lane in lanes]),
+        np.concatenate([lane.block_size for lane in lanes]),
+        np.concatenate([lane.block_bytes for lane in lanes]),
+        np.concatenate([lane.timestamp for lane in lanes]),
+        np.concatenate(offsets),
+        np.concatenate([lane.segs for lane in lanes]),
+    )
+    replica = np.concatenate([np.full(lane.requests, j, np.int64) for j, lane in enumerate(lanes)])
+    return pool, replica
+
+
+def _sums(groups: Int64Array, values: Int64Array, n: int) -> Int64Array:
+    """Exact integer sums of values per group 0..n-1."""
+    out = np.zeros(n, np.int64)
+    np.add.at(out, groups, values)
+    return out
+
+
+def _ratio(loads: Int64Array) -> float:
+    """max / mean of one row of per-replica loads (1.0 when the mean is 0)."""
+    total = int(loads.sum())
+    return 1.0 if total == 0 else float(int(loads.max()) * len(loads) / total)
+
+
+def imbalance(
+    prefill: Int64Array, replica: Int64Array, timestamp: Int64Array, replicas: int, window_ns: int
+) -> dict[str, float]:
+    """max_over_mean over the trace and the nearest-rank p99 of the windows' ratios."""
+    totals = _sums(replica, prefill, replicas)
+    window = timestamp // window_ns
+    ids, at = np.unique(window, return_inverse=True)
+    per_window = np.zeros((len(ids), replicas), np.int64)
+    np.add.at(per_window, (at, replica), prefill)
+    ratios = sorted(_ratio(row) for row in per_window)
+    p99 = ratios[-(-99 * len(ratios) // 100) - 1] if ratios else 1.0
+    return {"max_over_mean": _ratio(totals), "p99_over_mean": p99}
+
+
+def _block_shape(lanes: Sequence[LaneFacts]) -> tuple[int, int]:
+    for lane in lanes:
+        uniform = lane.uniform()
+        if uniform is not None:
+            return uniform
+    return 1, 1
+
+
+def _at_capacity(
+    text: str,
+    slot: CapacitySlot,
+    lanes: Sequence[LaneFacts],
+    pool: LaneFacts,
+    replica: Int64Array,
+    options: RoutesOptions,
+) -> dict[str, Any]:
+    block_size, block_bytes = _block_shape(lanes)
+    blocks = slot.blocks(block_bytes, block_size)
+    hits = project_batch(pool.segs, pool.seg_offsets, [blocks])[:, 0].astype(np.int64)
+    hit_tokens = hits * pool.block_size
+    prefill = pool.input_len - hit_tokens
+    n = options.replicas
+    requests = np.bincount(replica, minlength=n)
+    inputs, hit_sums, prefill_sums = (_sums(replica, v, n) for v in (pool.input_len, hit_tokens, prefill))
+    per = [
+        {
+            "replica": j,
+            "requests": int(requests[j]),
+            "input_tokens": int(inputs[j]),
+            "hit_tokens": int(hit_sums[j]),
+            "prefill_tokens": int(prefill_sums[j]),
+        }
+        for j in range(n)
+    ]
+    input_tokens, hit_total = int(pool.input_len.sum()), int(hit_tokens.sum())
+    return {
+        "capacity": text,
+        "capacity_blocks": blocks,
+        "hit_rate": hit_total / input_tokens if input_tokens else 0.0,
+        "hit_tokens": hit_total,
+        "input_tokens": input_tokens,
+        "imbalance": imbalance(prefill, replica, pool.timestamp, n, options.window_ns),
+        "replicas": per,
+    }
+
+
+def _curve(pool: LaneFacts) -> list[dict[str, Any]]:
+    capacities, hit_blocks = lane_breakpoints(pool)
+    block_size, _ = _block_shape([pool])
+    total = pool.input_tokens
+    return [
+        {"capacity_blocks": int(c), "hit_rate": int(h) * block_size / total if total else 0.0}
+        for c, h in zip(capacities.tolist(), hit_blocks.tolist(), strict=True)
+    ]
+
+
+def routes_document(
+    options: RoutesOptions, facts: Mapping[Router, Path], *, notes: Sequence[str] = ()
+) -> dict[str, Any]:
+    """routes.json of the routed replay's per-router facts files."""
+    slots = [parse_capacity(text, f"capacities[{i}]") for i, text in enumerate(options.capacities)]
+    routers: list[dict[str, Any]] = []
+    for router in options.routers:
+        by_name = {lane.instance_id: lane for lane in load_lanes(facts[router])}
+        lanes = [by_name.get(replica_name(j)) or _empty(replica_name(j)) for j in range(options.replicas)]
+        pool, replica = _pooled(lanes)
+        routers.append(
+            {
+                "router": router.value,
+                "facts": facts[router].name,
+                "capacities": [
+                    _at_capacity(text, slot, lanes, pool, replica, options)
+                    for text, slot in zip(options.capacities, slots, strict=True)
+                ],
+                "curve": _curve(pool),
+            }
+        )
+    base = next((r for r in routers if r["router"] == Router.ROUND_ROBIN), None)
+    for entry in routers:
+        for i, at in enumerate(entry["capacities"]):
+            at["vs_round_robin"] = None if base is None else at["hit_rate"] - base["capacities"][i]["hit_rate"]
+    session_note = (
+        ["session: these formats carry no session ids; a request's session is its first trace key"]
+        if Router.SESSION in options.routers
+        else []
+    )
+    return {
+        "replicas": options.replicas,
+        "options": options.model_dump(mode="json"),
+        "routers": routers,
+        "definitions": DEFINITIONS,
+        "notes": [*notes, *session_note],
+    }

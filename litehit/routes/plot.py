@@ -1,0 +1,48 @@
+"""The what-if's picture: the aggregate hit rate against per-replica capacity per router (the exact
+curves, step plots), and beside it each router's load imbalance at the asked capacities."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from matplotlib.ticker import PercentFormatter
+
+from litehit.lane_plots import check_plot_path
+
+__all__ = ["plot_routes"]
+
+
+def plot_routes(document: dict[str, Any], path: Path) -> Path:
+    from matplotlib.figure import Figure  # no pyplot: nothing global, no GUI backend
+
+    from litehit.plots import save_figure
+
+    check_plot_path(path)
+    fig = Figure(figsize=(11, 4.2))
+    curve_ax, balance_ax = fig.subplots(1, 2, gridspec_kw={"width_ratios": [3, 2]})
+    right = max((e["curve"][-1]["capacity_blocks"] for e in document["routers"]), default=0) * 1.1 or 1
+    for entry in document["routers"]:
+        points = entry["curve"]
+        xs = [p["capacity_blocks"] for p in points] + [right]
+        ys = [p["hit_rate"] for p in points] + [points[-1]["hit_rate"]]
+        curve_ax.step(xs, ys, where="post", label=entry["router"])
+    curve_ax.set_xlabel("per-replica capacity (blocks)")
+    curve_ax.set_ylabel("hit rate")
+    curve_ax.yaxis.set_major_formatter(PercentFormatter(1.0))
+    curve_ax.set_ylim(bottom=0)
+    curve_ax.legend(fontsize=8)
+    curve_ax.grid(alpha=0.3)
+    labels = [c["capacity"] for c in document["routers"][0]["capacities"]] if document["routers"] else []
+    width = 0.8 / max(len(document["routers"]), 1)
+    for i, entry in enumerate(document["routers"]):
+        values = [c["imbalance"]["max_over_mean"] for c in entry["capacities"]]
+        balance_ax.bar([j + i * width for j in range(len(values))], values, width, label=entry["router"])
+    balance_ax.axhline(1.0, color="grey", lw=0.8)
+    balance_ax.set_xticks([j + 0.4 - width / 2 for j in range(len(labels))], labels, fontsize=8)
+    balance_ax.set_ylabel("max / mean prefill tokens")
+    balance_ax.set_xlabel("capacity" if labels else "no capacity asked (--capacity)")
+    balance_ax.grid(alpha=0.3, axis="y")
+    fig.suptitle(f"routing what-if: {document['replicas']} replicas", fontsize=11)
+    fig.tight_layout()
+    return save_figure(fig, path.with_name(path.stem), [path.suffix.lstrip(".")])[0]
