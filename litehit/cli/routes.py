@@ -99,6 +99,12 @@ def _run(args: argparse.Namespace) -> int:
     if args.output.suffix != ".json":
         raise ConfigError([ConfigIssue("--output", str(args.output), "routes.json ends in .json")])
     folder = args.output.resolve().parent
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(
+            [ConfigIssue("--output", str(args.output), f"cannot create its folder: {exc.strerror}")]
+        ) from None
     spec = spec_from_args(args, str(folder))
     if len(spec.instances) != 1:
         raise ConfigError(
