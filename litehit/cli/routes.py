@@ -112,7 +112,12 @@ def _run(args: argparse.Namespace) -> int:
         )
     spec = spec.model_copy(update={"output_result_path": str(folder)})
     runtime = routed_runtime(spec, options)
-    run, job_id = run_kind(KIND, runtime, options, args, label="routes", document=document_bytes, output=args.output)
+    try:
+        run, job_id = run_kind(
+            KIND, runtime, options, args, label="routes", document=document_bytes, output=args.output
+        )
+    except ConfigError as exc:  # found when the trace's format is known: name the flag
+        raise ConfigError([ConfigIssue(_FLAGS.get(i.path, i.path), i.value, i.message) for i in exc.issues]) from None
     document: dict[str, Any] = run.merged.value
     print_routes(document)
     print(f"routes: {args.output}")
