@@ -40,6 +40,7 @@ PUBLIC_HEADERS = (
     "lh_lane.h",
     "lh_project.h",
     "lh_policy.h",
+    "lh_route.h",
     "lh_profile.h",
     "lh_evidence.h",
     "lh_trace_format.h",

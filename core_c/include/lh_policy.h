@@ -126,6 +126,10 @@ int lh_sim_process_batch_misses(lh_sim *sim, const int64_t *keys, size_t n_keys,
                                 int32_t *outcome, int64_t *miss_key, int64_t *evicted_at, size_t *n_done, char *err,
                                 size_t errlen);
 
+/* The length of the longest prefix of keys[0 .. n) resident now (what a request of these keys
+ * would hit), without changing anything. Cannot fail. */
+size_t lh_sim_resident_prefix(const lh_sim *sim, const int64_t *keys, size_t n);
+
 /* The evictions of the last process call (empty without LH_SIM_RECORD_EVICTIONS): victim
  * keys and, for each, the index (within that batch) of the request whose commit evicted it.
  * The arrays are owned by the simulator and valid until its next process call or destroy. */

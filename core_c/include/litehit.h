@@ -15,6 +15,7 @@
 #include "lh_profile.h"
 #include "lh_project.h"
 #include "lh_query.h"
+#include "lh_route.h"
 #include "lh_tiers.h"
 #include "lh_trace_format.h"
 #include "lh_trace_scan.h"

@@ -284,6 +284,12 @@ int lh_sim_process_batch_misses(lh_sim *s, const int64_t *keys, size_t n_keys, c
   return process(s, keys, n_keys, offsets, timestamps, categories, n_req, hits, &out, n_done, err, errlen);
 }
 
+size_t lh_sim_resident_prefix(const lh_sim *s, const int64_t *keys, size_t n) {
+  size_t hits = 0;
+  while (hits < n && lh_keymap_get(&s->map, keys[hits]) != LH_NIL) hits++;
+  return hits;
+}
+
 size_t lh_sim_evictions(const lh_sim *s, const int64_t **keys, const int64_t **requests) {
   *keys = s->ev_keys;
   *requests = s->ev_reqs;

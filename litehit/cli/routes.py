@@ -15,6 +15,7 @@ from litehit.errors import ConfigError, ConfigIssue
 __all__ = ["add_parser", "print_routes"]
 
 ROUTERS = "round_robin,random,session,prefix_hash"
+ALL_ROUTERS = f"{ROUTERS},least_loaded,cache_aware"
 _FLAGS = {
     "replicas": "--replicas",
     "routers": "--routers",
@@ -22,6 +23,7 @@ _FLAGS = {
     "seed": "--seed",
     "prefix_blocks": "--prefix-blocks",
     "load_window_s": "--load-window-s",
+    "balance_threshold": "--balance-threshold",
 }
 
 
@@ -34,25 +36,31 @@ def add_parser(sub: Any) -> None:
             "are ignored; block size, prefix hash, TTL and model bytes apply per replica) under each\n"
             "router, replay every replica exactly, and report the hit rate and load imbalance at each\n"
             "per-replica capacity, and the exact curve over all of them.\n\n"
-            f"  litehit routes TRACE --replicas 8 [--routers {ROUTERS}]\n"
+            f"  litehit routes TRACE --replicas 8 [--routers {ALL_ROUTERS}]\n"
             "      [--capacity 4GiB 20000blocks inf] [--seed 0] [--prefix-blocks 1] [--load-window-s 10]\n"
-            "      [-o routes.json] [--plot routes.png]\n\n"
+            "      [--balance-threshold 0.1] [-o routes.json] [--plot routes.png]\n\n"
             "round_robin: request i to replica i mod N. random: SplitMix64(seed) output i mod N.\n"
             "session: the first trace key mod N. prefix_hash: the lane key of block --prefix-blocks\n"
-            "mod N. Each router's per-replica facts are published beside routes.json\n"
-            "(routes_<router>_facts.csv, lanes r0..r{N-1}): litehit query, curve and tiers read them."
+            "mod N. Each of these router's per-replica facts are published beside routes.json\n"
+            "(routes_<router>_facts.csv, lanes r0..r{N-1}): litehit query, curve and tiers read them.\n"
+            "least_loaded and cache_aware read the replicas' state (load = prefill tokens routed in the\n"
+            "last --load-window-s seconds; cache_aware: the longest resident prefix, unless its load is\n"
+            "above (1 + --balance-threshold) x the mean): simulated at each --capacity (LRU, no TTL)."
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_trace_arguments(p)
     p.add_argument("--replicas", type=int, required=True, metavar="N", help="replicas in the pool (1 .. 1024)")
-    p.add_argument("--routers", default=ROUTERS, help=f"comma separated (default: {ROUTERS})")
+    p.add_argument("--routers", default=ROUTERS, help=f"comma separated, of {ALL_ROUTERS} (default: {ROUTERS})")
     p.add_argument("--capacity", nargs="+", default=[], metavar="CAP",
                    help="per-replica capacities: GiB (1, 512MiB), 20000blocks, 1Mtokens or inf")  # fmt: skip
     p.add_argument("--seed", type=int, default=0, help="seed of the random router (default 0)")
     p.add_argument("--prefix-blocks", type=int, default=1, metavar="K", help="prefix_hash: the first K blocks")
     p.add_argument("--load-window-s", type=float, default=10.0, metavar="S",
-                   help="window of the p99 load imbalance, seconds (default 10)")  # fmt: skip
+                   help="the load window of least_loaded and cache_aware and of the p99 imbalance, seconds "
+                        "(default 10)")  # fmt: skip
+    p.add_argument("--balance-threshold", type=float, default=0.1, metavar="T",
+                   help="cache_aware: least-loaded instead above (1 + T) x the mean load (default 0.1)")  # fmt: skip
     p.add_argument("-o", "--output", type=Path, default=Path("routes.json"),
                    help="routes.json here (default ./routes.json); the facts files go beside it")  # fmt: skip
     p.add_argument("--plot", type=Path, help="draw the curves and the imbalance here (.png or .svg)")
@@ -75,6 +83,7 @@ def parse_options(args: argparse.Namespace) -> Any:
         "seed": args.seed,
         "prefix_blocks": args.prefix_blocks,
         "load_window_s": args.load_window_s,
+        "balance_threshold": args.balance_threshold,
     }
     try:
         return RoutesOptions.model_validate(data)
@@ -122,7 +131,8 @@ def _run(args: argparse.Namespace) -> int:
     print_routes(document)
     print(f"routes: {args.output}")
     for entry in document["routers"]:
-        print(f"facts ({entry['router']}): {folder / entry['facts']}")
+        if entry["facts"] is not None:
+            print(f"facts ({entry['router']}): {folder / entry['facts']}")
     if args.plot is not None:
         from litehit.routes.plot import plot_routes
 
@@ -140,6 +150,9 @@ def print_routes(document: dict[str, Any], stream: Any = None) -> None:
     stream.write(f"{document['replicas']} replicas\n")
     routers = document["routers"]
     for entry in routers:
+        if entry["curve"] is None:
+            stream.write(f"{entry['router']:>12}: simulated at each capacity (state-dependent)\n")
+            continue
         plateau = entry["curve"][-1]
         stream.write(
             f"{entry['router']:>12}: plateau {plateau['hit_rate']:.2%} from {plateau['capacity_blocks']:,} blocks "

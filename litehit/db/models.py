@@ -28,6 +28,7 @@ __all__ = [
     "PlanRow",
     "ProfileRow",
     "QuerySummary",
+    "RouteRow",
     "StrEnumColumn",
     "TierRow",
     "Trace",
@@ -125,6 +126,7 @@ class Job(Base):
     )
     tier_rows: Mapped[list[TierRow]] = relationship(back_populates="job", cascade="all, delete-orphan")
     plan_rows: Mapped[list[PlanRow]] = relationship(back_populates="job", cascade="all, delete-orphan")
+    route_rows: Mapped[list[RouteRow]] = relationship(back_populates="job", cascade="all, delete-orphan")
     summaries: Mapped[list[QuerySummary]] = relationship(
         back_populates="job",
         order_by="(QuerySummary.is_total, QuerySummary.instance_id, QuerySummary.slot)",
@@ -229,6 +231,27 @@ class TierRow(Base):
     bytes_loaded: Mapped[int] = mapped_column(BigInteger)
 
     job: Mapped[Job] = relationship(back_populates="tier_rows")
+
+
+class RouteRow(Base):
+    """One router of a routing what-if at one asked per-replica capacity (slot: its index)."""
+
+    __tablename__ = "route_rows"
+
+    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), primary_key=True)
+    router: Mapped[str] = mapped_column(String(32), primary_key=True)
+    slot: Mapped[int] = mapped_column(Integer, primary_key=True)
+    position: Mapped[int] = mapped_column(Integer)  # the router's place in the job's routers
+    capacity: Mapped[str] = mapped_column(String(64))  # as asked
+    capacity_blocks: Mapped[int | None] = mapped_column(BigInteger, nullable=True)  # null: unbounded
+    hit_rate: Mapped[float] = mapped_column(Float)
+    hit_tokens: Mapped[int] = mapped_column(BigInteger)
+    input_tokens: Mapped[int] = mapped_column(BigInteger)
+    max_over_mean: Mapped[float] = mapped_column(Float)
+    p99_over_mean: Mapped[float] = mapped_column(Float)
+    vs_round_robin: Mapped[float | None] = mapped_column(Float, nullable=True)
+
+    job: Mapped[Job] = relationship(back_populates="route_rows")
 
 
 class PlanRow(Base):

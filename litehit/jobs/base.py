@@ -379,6 +379,11 @@ class TraceKind(JobKind[SpecT]):
     def parts(self, spec: SpecT, plan: ReplayPlan) -> list[PartPlan]:
         """The parts of a job, in order (a part's index is its position)."""
 
+    def chunk_arrays_of(self, part: PartPlan) -> int:
+        """The arrays this part emits per chunk (``chunk_arrays``, or 0 for a part that emits none:
+        its ``feed`` returns None and the merge sees an empty tuple)."""
+        return self.chunk_arrays
+
     def part_label(self, part: PartPlan) -> str:
         """What the recovery's messages name a part by."""
         return part.instance_id

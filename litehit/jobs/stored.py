@@ -52,7 +52,7 @@ def run_stored_part(
     try:
         with contextlib.ExitStack() as stack:
             sink = None
-            if kind.chunk_arrays:
+            if kind.chunk_arrays_of(part):
                 (sink,) = stack.enter_context(atomic_files([part_output(workdir, index)]))
             for work in iter_lane_work(workdir, part.lane, manifest.chunks):
                 if should_stop is not None and should_stop():
@@ -107,7 +107,8 @@ def merge_stored(
     merger = kind.merger(spec, runtime, plan, parts)
     try:
         if kind.chunk_arrays:
-            for chunk, emitted in iter_stored_chunks(workdir, plan, manifest, len(parts), kind.chunk_arrays):
+            emitting = [kind.chunk_arrays_of(part) for part in parts]
+            for chunk, emitted in iter_stored_chunks(workdir, plan, manifest, emitting):
                 merger.add_chunk(chunk, emitted)
         counts = TraceCounts(
             manifest.trace_format,

@@ -20,7 +20,7 @@ import os
 import re
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -202,19 +202,25 @@ def iter_lane_work(workdir: Path, lane: int, chunks: int) -> Iterator[LaneWork]:
 
 
 def iter_stored_chunks(
-    workdir: Path, plan: ReplayPlan, manifest: ParseManifest, parts: int, arrays: int
+    workdir: Path, plan: ReplayPlan, manifest: ParseManifest, arrays: Sequence[int]
 ) -> Iterator[tuple[ChunkPlan, list[tuple[Any, ...]]]]:
-    """Every chunk of the parsed trace in input order, with the ``arrays`` arrays each of the
-    job's ``parts`` parts emitted for it. ReplayError when a file is missing or unreadable."""
+    """Every chunk of the parsed trace in input order, with the arrays each part emitted for it
+    (``arrays[k]`` of them for part k; a part with 0 emits none and gets an empty tuple).
+    ReplayError when a file is missing or unreadable."""
     try:
         with contextlib.ExitStack() as stack:
             rows_f = stack.enter_context((workdir / ROWS).open("rb"))
             ins = [stack.enter_context(lane_input(workdir, i).open("rb")) for i in range(len(plan.lanes))]
-            outs = [stack.enter_context(part_output(workdir, k).open("rb")) for k in range(parts)]
+            outs = [
+                stack.enter_context(part_output(workdir, k).open("rb")) if count else None
+                for k, count in enumerate(arrays)
+            ]
             for index in range(manifest.chunks):
                 ids, id_offsets, timestamps, out_src, out_lane, out_pos = read_arrays(rows_f, 6)
                 works = tuple(read_lane_work(f) for f in ins)
-                outputs = [tuple(read_arrays(f, arrays)) for f in outs]
+                outputs = [
+                    tuple(read_arrays(f, count)) if f is not None else () for f, count in zip(outs, arrays, strict=True)
+                ]
                 chunk = ChunkPlan(
                     index, ids.tobytes(), id_offsets, timestamps, out_src, out_lane, out_pos, works, 0, 0, 0, None, 0, 0
                 )

@@ -27,7 +27,7 @@ from litehit.tiers.config import parse_capacity
 from litehit.tiers.lanes import LaneFacts, load_lanes
 from litehit.tiers.planner import lane_breakpoints
 
-__all__ = ["DEFINITIONS", "facts_file_name", "imbalance", "routes_document"]
+__all__ = ["DEFINITIONS", "capacity_entry", "facts_file_name", "imbalance", "routes_document"]
 
 Int64Array = npt.NDArray[np.int64]
 DEFINITIONS = {
@@ -37,8 +37,15 @@ DEFINITIONS = {
     "p99_over_mean": "nearest-rank p99 over the windows floor(timestamp_ns / W) holding a request of the same "
     "ratio within the window",
     "vs_round_robin": "hit_rate - round_robin's hit_rate at the same capacity",
-    "curve": "the aggregate hit rate at every per-replica capacity in blocks where it changes",
-    "facts": "the router's per-replica facts (lanes r0..r{N-1}), a file in the folder of routes.json",
+    "curve": "the aggregate hit rate at every per-replica capacity in blocks where it changes "
+    "(null for least_loaded and cache_aware: they are simulated at the asked capacities only)",
+    "facts": "the router's per-replica facts (lanes r0..r{N-1}), a file in the folder of routes.json "
+    "(null for least_loaded and cache_aware)",
+    "load": "least_loaded, cache_aware: a replica's prefill tokens of the earlier requests routed to it with "
+    "timestamps in (t - W, t], W = load_window_s; the mean is over all replicas",
+    "least_loaded": "the replica with the smallest load, ties to the lowest index",
+    "cache_aware": "the replica with the longest resident prefix (ties: smaller load, lower index), or the "
+    "least-loaded one when its load > (1 + balance_threshold) x the mean load (exact arithmetic)",
 }
 
 
@@ -107,6 +114,43 @@ def _block_shape(lanes: Sequence[LaneFacts]) -> tuple[int, int]:
     return 1, 1
 
 
+def capacity_entry(
+    text: str,
+    blocks: int | None,
+    input_len: Int64Array,
+    hit_tokens: Int64Array,
+    replica: Int64Array,
+    timestamp: Int64Array,
+    options: RoutesOptions,
+) -> dict[str, Any]:
+    """One capacity's numbers of a router from its requests (any order): their tokens, hit
+    tokens, replica and timestamp."""
+    prefill = input_len - hit_tokens
+    n = options.replicas
+    requests = np.bincount(replica, minlength=n)
+    inputs, hit_sums, prefill_sums = (_sums(replica, v, n) for v in (input_len, hit_tokens, prefill))
+    per = [
+        {
+            "replica": j,
+            "requests": int(requests[j]),
+            "input_tokens": int(inputs[j]),
+            "hit_tokens": int(hit_sums[j]),
+            "prefill_tokens": int(prefill_sums[j]),
+        }
+        for j in range(n)
+    ]
+    input_tokens, hit_total = int(input_len.sum()), int(hit_tokens.sum())
+    return {
+        "capacity": text,
+        "capacity_blocks": blocks,
+        "hit_rate": hit_total / input_tokens if input_tokens else 0.0,
+        "hit_tokens": hit_total,
+        "input_tokens": input_tokens,
+        "imbalance": imbalance(prefill, replica, timestamp, n, options.window_ns),
+        "replicas": per,
+    }
+
+
 def _at_capacity(
     text: str,
     slot: CapacitySlot,
@@ -118,31 +162,7 @@ def _at_capacity(
     block_size, block_bytes = _block_shape(lanes)
     blocks = slot.blocks(block_bytes, block_size)
     hits = project_batch(pool.segs, pool.seg_offsets, [blocks])[:, 0].astype(np.int64)
-    hit_tokens = hits * pool.block_size
-    prefill = pool.input_len - hit_tokens
-    n = options.replicas
-    requests = np.bincount(replica, minlength=n)
-    inputs, hit_sums, prefill_sums = (_sums(replica, v, n) for v in (pool.input_len, hit_tokens, prefill))
-    per = [
-        {
-            "replica": j,
-            "requests": int(requests[j]),
-            "input_tokens": int(inputs[j]),
-            "hit_tokens": int(hit_sums[j]),
-            "prefill_tokens": int(prefill_sums[j]),
-        }
-        for j in range(n)
-    ]
-    input_tokens, hit_total = int(pool.input_len.sum()), int(hit_tokens.sum())
-    return {
-        "capacity": text,
-        "capacity_blocks": blocks,
-        "hit_rate": hit_total / input_tokens if input_tokens else 0.0,
-        "hit_tokens": hit_total,
-        "input_tokens": input_tokens,
-        "imbalance": imbalance(prefill, replica, pool.timestamp, n, options.window_ns),
-        "replicas": per,
-    }
+    return capacity_entry(text, blocks, pool.input_len, hits * pool.block_size, replica, pool.timestamp, options)
 
 
 def _curve(pool: LaneFacts) -> list[dict[str, Any]]:
@@ -156,12 +176,20 @@ def _curve(pool: LaneFacts) -> list[dict[str, Any]]:
 
 
 def routes_document(
-    options: RoutesOptions, facts: Mapping[Router, Path], *, notes: Sequence[str] = ()
+    options: RoutesOptions,
+    facts: Mapping[Router, Path],
+    simulated: Mapping[Router, list[dict[str, Any]]],
+    *,
+    notes: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """routes.json of the routed replay's per-router facts files."""
+    """routes.json of the routed replay's per-router facts files (the state-free routers) and of
+    the simulations' capacity entries (least_loaded, cache_aware), in the order asked."""
     slots = [parse_capacity(text, f"capacities[{i}]") for i, text in enumerate(options.capacities)]
     routers: list[dict[str, Any]] = []
     for router in options.routers:
+        if router in simulated:
+            routers.append({"router": router.value, "facts": None, "capacities": simulated[router], "curve": None})
+            continue
         by_name = {lane.instance_id: lane for lane in load_lanes(facts[router])}
         lanes = [by_name.get(replica_name(j)) or _empty(replica_name(j)) for j in range(options.replicas)]
         pool, replica = _pooled(lanes)

@@ -1,5 +1,6 @@
 """The what-if's picture: the aggregate hit rate against per-replica capacity per router (the exact
-curves, step plots), and beside it each router's load imbalance at the asked capacities."""
+curves of the state-free routers as step plots, the simulated routers' points at the asked
+capacities as markers), and beside it each router's load imbalance at the asked capacities."""
 
 from __future__ import annotations
 
@@ -21,9 +22,15 @@ def plot_routes(document: dict[str, Any], path: Path) -> Path:
     check_plot_path(path)
     fig = Figure(figsize=(11, 4.2))
     curve_ax, balance_ax = fig.subplots(1, 2, gridspec_kw={"width_ratios": [3, 2]})
-    right = max((e["curve"][-1]["capacity_blocks"] for e in document["routers"]), default=0) * 1.1 or 1
+    ends = [e["curve"][-1]["capacity_blocks"] for e in document["routers"] if e["curve"] is not None]
+    asked = [c["capacity_blocks"] or 0 for e in document["routers"] for c in e["capacities"]]
+    right = max([*ends, *asked], default=0) * 1.1 or 1
     for entry in document["routers"]:
         points = entry["curve"]
+        if points is None:  # simulated at the asked capacities only: markers (unbounded at the right edge)
+            xs = [c["capacity_blocks"] if c["capacity_blocks"] is not None else right for c in entry["capacities"]]
+            curve_ax.plot(xs, [c["hit_rate"] for c in entry["capacities"]], "o", label=f"{entry['router']} (simulated)")
+            continue
         xs = [p["capacity_blocks"] for p in points] + [right]
         ys = [p["hit_rate"] for p in points] + [points[-1]["hit_rate"]]
         curve_ax.step(xs, ys, where="post", label=entry["router"])

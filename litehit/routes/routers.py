@@ -14,7 +14,9 @@ Every read request, in input order (index i from 0, reads only), goes to one rep
   = ``prefix_blocks`` (the key that encodes the first k blocks), mod N; a request with fewer
   complete blocks uses its last one's key, one without complete blocks goes to 0.
 
-Lane g x N + j is replica j (named ``r<j>``) of the g-th router.
+Lane g x N + j is replica j (named ``r<j>``) of the g-th state-free router. When least_loaded or
+cache_aware is asked, one more lane (``POOL``, the last) receives every read: their simulations
+route it themselves (litehit.jobs.routes).
 """
 
 from __future__ import annotations
@@ -31,12 +33,13 @@ from litehit.replay.plan import LaneSpec
 from litehit.routes.options import Router, RoutesOptions
 from litehit.spec import TraceFormat
 
-__all__ = ["GAMMA", "RouterSet", "replica_name", "splitmix64"]
+__all__ = ["GAMMA", "POOL", "RouterSet", "replica_name", "splitmix64"]
 
 Int64Array = npt.NDArray[np.int64]
 U64 = npt.NDArray[np.uint64]
 GAMMA = np.uint64(0x9E3779B97F4A7C15)
 NO_SESSIONS = (TraceFormat.QWEN_BAILIAN,)
+POOL = "pool"  # the lane of every read, for the simulated routers
 
 
 def replica_name(j: int) -> str:
@@ -64,14 +67,16 @@ class RouterSet:
 
     def lanes(self, template: LaneSpec) -> tuple[LaneSpec, ...]:
         n = self.replicas
-        return tuple(
+        replicas = [
             dataclasses.replace(template, index=g * n + j, instance_id=replica_name(j))
-            for g in range(len(self.options.routers))
+            for g in range(len(self.options.state_free))
             for j in range(n)
-        )
+        ]
+        pool = [dataclasses.replace(template, index=len(replicas), instance_id=POOL)] if self.options.simulated else []
+        return (*replicas, *pool)
 
     def start(self, fmt: TraceFormat) -> _Assigner:
-        if Router.SESSION in self.options.routers and fmt in NO_SESSIONS:
+        if Router.SESSION in self.options.state_free and fmt in NO_SESSIONS:
             raise ConfigError(
                 [
                     ConfigIssue(
@@ -95,8 +100,10 @@ class _Assigner:
         count = len(reads)
         index = np.arange(self.seen, self.seen + count, dtype=np.uint64)
         self.seen += count
-        out = np.zeros((len(self.options.routers), count), dtype=np.int64)
-        for g, router in enumerate(self.options.routers):
+        free = self.options.state_free
+        out = np.zeros((len(free) + bool(self.options.simulated), count), dtype=np.int64)
+        out[len(free) :] = len(free) * self.options.replicas  # the pool lane
+        for g, router in enumerate(free):
             if router is Router.ROUND_ROBIN:
                 replica = index % n
             elif router is Router.RANDOM:

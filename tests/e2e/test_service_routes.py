@@ -112,7 +112,14 @@ def test_a_routers_facts_answer_a_query_over_http(api: Any, routed: dict[str, An
     [
         ({"replicas": 0}, ["body", "routes", "replicas"], "greater than or equal to 1"),
         ({"replicas": 5000}, ["body", "routes", "replicas"], "less than or equal to 1024"),
-        ({"routers": ["round_robin", "cache_aware"]}, ["body", "routes", "routers"], "not built yet"),
+        (
+            {"routers": ["round_robin", "cache_aware"], "capacities": []},
+            ["body", "routes", "capacities"],
+            "give at least one capacity",
+        ),
+        ({"balance_threshold": -0.5}, ["body", "routes", "balance_threshold"], "greater than or equal to 0"),
+        ({"balance_threshold": 1e-10}, ["body", "routes", "balance_threshold"], "decimal places"),
+        ({"load_window_s": 0}, ["body", "routes", "load_window_s"], "greater than or equal to"),
         ({"routers": ["nearest"]}, ["body", "routes", "routers", 0], "round_robin"),
         ({"prefix_blocks": 0}, ["body", "routes", "prefix_blocks"], "greater than or equal to 1"),
         ({"capacities": ["-1GiB"]}, ["body", "routes", "capacities"], "negative"),
@@ -125,3 +132,48 @@ def test_bad_options_get_422_naming_the_field(api: Any, patch: dict[str, Any], l
     assert r.status_code == 422, r.text
     details = r.json()["error"]["details"]
     assert any(d["loc"][: len(loc)] == loc and words in d["msg"] for d in details), details
+
+
+def test_simulated_routers_over_http_equal_the_cli(
+    api: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """least_loaded and cache_aware: one simulation task per router x capacity over the pool lane
+    (beside the state-free routers' lane tasks), the same bytes as the CLI."""
+    trace = write_trace(tmp_path / "trace.jsonl", seed=29)
+    uploaded = upload(api, trace.read_bytes(), "routes.jsonl")
+    options = {**ROUTES, "routers": ["cache_aware", "round_robin", "least_loaded"], "balance_threshold": 0.25,
+               "load_window_s": 2.5}  # fmt: skip
+    r = api.post("/v1/routes", json={**CONFIG, "trace_id": uploaded["id"], "routes": options})
+    assert r.status_code == 202, r.text
+    job = wait_job(api, r.headers["location"])
+    assert job["state"] == "succeeded", job["error"]
+    local = tmp_path / "config.json"
+    local.write_text(json.dumps(config(trace, tmp_path / "unused", **CONFIG)))
+    out = tmp_path / "cli" / "routes.json"
+    argv = [*ROUTES_ARGV, "--routers", "cache_aware,round_robin,least_loaded", "--balance-threshold", "0.25",
+            "--load-window-s", "2.5"]  # fmt: skip
+    assert main(["routes", str(local), *argv, "-o", str(out)]) == 0, capsys.readouterr().err
+    served = api.get(f"/v1/routes/{job['id']}/result")
+    assert served.status_code == 200 and served.content == out.read_bytes()
+    doc = json.loads(served.content)
+    assert [(e["router"], e["facts"] is None, e["curve"] is None) for e in doc["routers"]] == [
+        ("cache_aware", True, True),
+        ("round_robin", False, False),
+        ("least_loaded", True, True),
+    ]
+    for entry in doc["routers"]:
+        assert [at["capacity"] for at in entry["capacities"]] == ROUTES["capacities"]
+        assert all(sum(p["requests"] for p in at["replicas"]) == 150 for at in entry["capacities"])
+    parts = [(p["router"], p["replica"], p["capacity"], p["instance_id"]) for p in job["lanes"]]
+    assert parts == [("round_robin", j, None, f"r{j}") for j in range(3)] + [
+        (router, None, capacity, "pool")
+        for router in ("cache_aware", "least_loaded")
+        for capacity in ROUTES["capacities"]
+    ]
+    simulated = [p for p in job["lanes"] if p["capacity"] is not None]
+    assert all(p["state"] == "succeeded" and p["requests"] == 150 for p in simulated)
+    assert [p["simulated"]["hit_tokens"] for p in simulated] == [
+        at["hit_tokens"] for e in (doc["routers"][0], doc["routers"][2]) for at in e["capacities"]
+    ]
+    assert api.get(f"/v1/routes/{job['id']}/facts/cache_aware").status_code in (404, 422)
+    assert api.get(f"/v1/routes/{job['id']}/facts/round_robin").status_code == 200

@@ -431,8 +431,21 @@ def small_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
         (["--replicas", "0"], "--replicas"),
         (["--replicas", "1025"], "--replicas"),
         (["--replicas", "2", "--routers", "round_robin,sticky"], "--routers"),
-        (["--replicas", "2", "--routers", "least_loaded"], "--routers"),
-        (["--replicas", "2", "--routers", "cache_aware,round_robin"], "--routers"),
+        (["--replicas", "2", "--routers", "least_loaded"], "--capacity"),  # simulated: needs capacities
+        (["--replicas", "2", "--routers", "cache_aware,round_robin"], "--capacity"),
+        (
+            ["--replicas", "2", "--routers", "cache_aware", "--capacity", "inf", "--balance-threshold", "-1"],
+            "--balance-threshold",
+        ),
+        (
+            ["--replicas", "2", "--routers", "cache_aware", "--capacity", "inf", "--balance-threshold", "0.1234567891"],
+            "--balance-threshold",
+        ),
+        (
+            ["--replicas", "2", "--routers", "cache_aware", "--capacity", "inf", "--load-window-s", "0"],
+            "--load-window-s",
+        ),
+        (["--replicas", "2", "--routers", "least_loaded", "--capacity", "inf", "--ttl-seconds", "5"], "--routers"),
         (["--replicas", "2", "--prefix-blocks", "0"], "--prefix-blocks"),
         (["--replicas", "2", "--block-sizes", "4,8"], "--block-sizes"),
     ],

@@ -14,7 +14,12 @@ routing contract and from ORIGINAL_LITEHIT.md.
   request is touched from the last to the first (the first block ends most recent), evicting the
   LRU entry while over capacity; TTL: alive iff now - last access < ttl_ns;
 - the aggregate numbers of the routes document (hit rate, per-replica sums, the load imbalance
-  ratios, the nearest-rank p99 over load windows).
+  ratios, the nearest-rank p99 over load windows);
+- the state-dependent routers (``route_stateful``): least_loaded (the smallest prefill load over
+  the sliding window, ties to the lowest index) and cache_aware (the longest resident prefix, ties
+  to the smaller load then the lower index, unless its load exceeds (1 + threshold) x the mean, in
+  exact arithmetic, when the least-loaded replica takes the request), each request then running
+  on the chosen replica's LRU (no TTL). Loads are rescanned from every earlier request: O(n^2).
 """
 
 from __future__ import annotations
@@ -128,6 +133,16 @@ class NaiveLru:
         self.ttl_ns = ttl_ns
         self.entries: OrderedDict[Hashable, int] = OrderedDict()  # key -> last access; last = MRU
 
+    def resident_prefix(self, keys: Sequence[Hashable], now: int = 0) -> int:
+        """The leading run of resident (and alive) keys; the cache is not changed."""
+        hits = 0
+        for key in keys:
+            last = self.entries.get(key)
+            if last is None or (self.ttl_ns and now - last >= self.ttl_ns):
+                break
+            hits += 1
+        return hits
+
     def request(self, keys: Sequence[Hashable], now: int) -> int:
         hits = 0
         for key in keys:
@@ -149,6 +164,61 @@ def simulate(
     """Per read, its hit blocks on its replica's own LRU of the given capacity."""
     caches = [NaiveLru(capacity, ttl_ns) for _ in range(n)]
     return [caches[j].request(rd.keys, rd.ts) for rd, j in zip(reads, replicas, strict=True)]
+
+
+# ---------------------------------------------------------------------------------------------
+# the state-dependent routers: least_loaded, cache_aware
+
+
+def _least_loaded(loads: Sequence[int]) -> int:
+    best = 0
+    for r in range(1, len(loads)):
+        if loads[r] < loads[best]:
+            best = r
+    return best
+
+
+def route_stateful(
+    reads: Sequence[Read],
+    router: str,
+    n: int,
+    capacity: int | None,
+    block_size: int,
+    window_ns: int,
+    threshold: Fraction,
+) -> tuple[list[int], list[int]]:
+    """Per read (input order), the replica the router chooses and the request's hit blocks there.
+
+    Every replica is its own LRU of ``capacity`` blocks (None: unbounded; no TTL). The load of
+    replica r when a request at time t arrives is the sum of the prefill tokens (input_len -
+    hits x block_size) of the earlier requests routed to r at a time ts with t - window_ns < ts <= t.
+    """
+    if router not in ("least_loaded", "cache_aware"):
+        raise ValueError(router)
+    threshold = Fraction(threshold)
+    caches = [NaiveLru(capacity) for _ in range(n)]
+    replicas: list[int] = []
+    hits: list[int] = []
+    for i, rd in enumerate(reads):
+        t = rd.ts
+        loads = [0] * n
+        for j in range(i):  # every earlier request, rescanned
+            ts = reads[j].ts
+            if t - window_ns < ts <= t:
+                loads[replicas[j]] += reads[j].input_len - hits[j] * block_size
+        if router == "least_loaded":
+            chosen = _least_loaded(loads)
+        else:
+            prefix = [caches[r].resident_prefix(rd.keys) for r in range(n)]
+            candidate = 0
+            for r in range(1, n):
+                if (prefix[r], -loads[r]) > (prefix[candidate], -loads[candidate]):
+                    candidate = r
+            mean = Fraction(sum(loads), n)
+            chosen = _least_loaded(loads) if loads[candidate] > (1 + threshold) * mean else candidate
+        replicas.append(chosen)
+        hits.append(caches[chosen].request(rd.keys, t))
+    return replicas, hits
 
 
 def nearest_rank(values: Sequence[float], q: float) -> float:
