@@ -94,6 +94,8 @@ class ScanResult:
     label: npt.NDArray[np.int32]
     turn: Int64Array
     label_names: list[str]
+    chat: Int64Array  # qwen_bailian: the session number of chat_id (0 in other formats)
+    parent: Int64Array  # qwen_bailian: that of parent_chat_id; == chat for a root
     lines: int  # lines consumed, including blank ones and a failing one
     error_line: int  # 0 when the whole chunk was valid
     error: str  # the reason when error_line > 0
@@ -154,6 +156,8 @@ class TraceScanner:
             label=copied(res.label, n, np.int32),
             turn=copied(res.turn, n, np.int64),
             label_names=_names(res.label_offsets, res.label_names, int(res.n_labels)),
+            chat=copied(res.chat, n, np.int64),
+            parent=copied(res.parent, n, np.int64),
             lines=int(res.lines),
             error_line=int(res.error_line),
             error=message,

@@ -23,7 +23,7 @@
 
 /* The scanner: output columns of the current chunk and the current row's scratch. */
 struct lh_scan {
-  lh_vec line, kind, ts, input_len, key_off, keys, id_off, ids, instance, label, turn;
+  lh_vec line, kind, ts, input_len, key_off, keys, id_off, ids, instance, label, turn, chat, parent;
   lh_intern instances, labels;
   lh_vec str; /* decoded strings of the current row */
 };
@@ -79,6 +79,8 @@ typedef struct lh_record {
   size_t id_len;
   const char *inst_name; /* for the synthesized id */
   size_t inst_len;
+  int64_t chat;   /* qwen: the session number of chat_id (lh_scan_result.chat), else 0 */
+  int64_t parent; /* qwen: that of parent_chat_id; == chat for a root and for other formats */
 } lh_record;
 
 typedef int (*lh_row_fn)(lh_scan *s, lh_row *r, int64_t line, int64_t trace_block_size);

@@ -44,6 +44,12 @@ typedef struct lh_scan_result {
   const char *instance_names;
   const int32_t *label; /* qwen "type": index into the label table, -1 when absent */
   const int64_t *turn;  /* qwen "turn", 0 when absent */
+  /* qwen sessions: the session number of chat_id and of parent_chat_id (== chat when the row is
+   * a root: parent_chat_id missing, null or -1). A session number is the id's value when its text
+   * (as str() prints it) is a canonical decimal integer within 64 bits (two's complement bits of
+   * the unsigned value), else the FNV-1a 64 hash of the text. 0 and 0 in the other formats. */
+  const int64_t *chat;
+  const int64_t *parent;
   size_t n_labels;
   const int64_t *label_offsets;
   const char *label_names;

@@ -25,7 +25,7 @@ static int row_mooncake(lh_scan *s, lh_row *r, int64_t line, int64_t trace_block
   lh_row_truncate_keys(s, r, &f[M_IDS], len / trace_block_size);
   char id[24];
   int n = snprintf(id, sizeof id, "%lld", (long long)line);
-  lh_record rec = {line, LH_ROW_READ, ts_ms * 1000000, len, -1, -1, 0, id, (size_t)n, NULL, 0};
+  lh_record rec = {line, LH_ROW_READ, ts_ms * 1000000, len, -1, -1, 0, id, (size_t)n, NULL, 0, 0, 0};
   return lh_row_emit(s, &rec);
 }
 

@@ -44,7 +44,7 @@ static int row_publisher(lh_scan *s, lh_row *r, int64_t line, int64_t trace_bloc
   int32_t inst = lh_intern_get(&s->instances, source, f[P_SOURCE].str_len);
   if (inst < 0) return -2;
   if (kind == LH_ROW_WRITE) lh_row_drop_keys(s, r); /* writes carry no keys */
-  lh_record rec = {line, kind, us * 1000, 0, inst, -1, 0, NULL, 0, source, f[P_SOURCE].str_len};
+  lh_record rec = {line, kind, us * 1000, 0, inst, -1, 0, NULL, 0, source, f[P_SOURCE].str_len, 0, 0};
   if (f[P_ID].present && f[P_ID].str_len > 0) {
     rec.id = lh_row_str(s, &f[P_ID]);
     rec.id_len = f[P_ID].str_len;

@@ -101,7 +101,7 @@ static int row_standard(lh_scan *s, lh_row *r, int64_t line, int64_t trace_block
     label = lh_intern_get(&s->labels, lh_row_str(s, &f[S_CATEGORY]), f[S_CATEGORY].str_len);
     if (label < 0) return -2;
   }
-  lh_record rec = {line, kind, ts, len, inst, label, 0, NULL, 0, inst_name, f[S_INSTANCE].str_len};
+  lh_record rec = {line, kind, ts, len, inst, label, 0, NULL, 0, inst_name, f[S_INSTANCE].str_len, 0, 0};
   if (f[S_TRACE_ID].present && f[S_TRACE_ID].str_len > 0) {
     rec.id = lh_row_str(s, &f[S_TRACE_ID]);
     rec.id_len = f[S_TRACE_ID].str_len;

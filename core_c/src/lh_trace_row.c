@@ -138,7 +138,8 @@ int lh_row_emit(lh_scan *s, const lh_record *rec) {
       lh_vec_reserve(&s->ts, 1, sizeof(int64_t)) || lh_vec_reserve(&s->input_len, 1, sizeof(int64_t)) ||
       lh_vec_reserve(&s->key_off, 1, sizeof(int64_t)) || lh_vec_reserve(&s->id_off, 1, sizeof(int64_t)) ||
       lh_vec_reserve(&s->instance, 1, sizeof(int32_t)) || lh_vec_reserve(&s->label, 1, sizeof(int32_t)) ||
-      lh_vec_reserve(&s->turn, 1, sizeof(int64_t))) {
+      lh_vec_reserve(&s->turn, 1, sizeof(int64_t)) || lh_vec_reserve(&s->chat, 1, sizeof(int64_t)) ||
+      lh_vec_reserve(&s->parent, 1, sizeof(int64_t))) {
     return -2;
   }
   size_t i = s->line.len;
@@ -149,6 +150,8 @@ int lh_row_emit(lh_scan *s, const lh_record *rec) {
   LH_VEC_AT(s->instance, int32_t)[i] = rec->instance;
   LH_VEC_AT(s->label, int32_t)[i] = rec->label;
   LH_VEC_AT(s->turn, int64_t)[i] = rec->turn;
+  LH_VEC_AT(s->chat, int64_t)[i] = rec->chat;
+  LH_VEC_AT(s->parent, int64_t)[i] = rec->parent;
   LH_VEC_AT(s->key_off, int64_t)[i + 1] = (int64_t)s->keys.len;
   if (rec->id != NULL) {
     if (lh_vec_reserve(&s->ids, rec->id_len, 1)) return -2;
@@ -167,6 +170,7 @@ int lh_row_emit(lh_scan *s, const lh_record *rec) {
   }
   LH_VEC_AT(s->id_off, int64_t)[i + 1] = (int64_t)s->ids.len;
   s->line.len = s->kind.len = s->ts.len = s->input_len.len = s->instance.len = s->label.len = s->turn.len = i + 1;
+  s->chat.len = s->parent.len = i + 1;
   s->key_off.len = s->id_off.len = i + 2;
   return 0;
 }

@@ -26,8 +26,8 @@ int lh_scan_create(lh_scan **out, char *err, size_t errlen) {
 
 void lh_scan_destroy(lh_scan *s) {
   if (s == NULL) return;
-  lh_vec *all[] = {&s->line,   &s->kind, &s->ts,       &s->input_len, &s->key_off, &s->keys,
-                   &s->id_off, &s->ids,  &s->instance, &s->label,     &s->turn,    &s->str};
+  lh_vec *all[] = {&s->line, &s->kind,     &s->ts,    &s->input_len, &s->key_off, &s->keys,   &s->id_off,
+                   &s->ids,  &s->instance, &s->label, &s->turn,      &s->chat,    &s->parent, &s->str};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) free(all[i]->data);
   lh_intern_free(&s->instances);
   lh_intern_free(&s->labels);
@@ -51,6 +51,8 @@ static void fill_result(lh_scan *s, lh_scan_result *res) {
   res->instance_names = LH_VEC_AT(s->instances.bytes, char);
   res->label = LH_VEC_AT(s->label, int32_t);
   res->turn = LH_VEC_AT(s->turn, int64_t);
+  res->chat = LH_VEC_AT(s->chat, int64_t);
+  res->parent = LH_VEC_AT(s->parent, int64_t);
   res->n_labels = s->labels.count;
   res->label_offsets = LH_VEC_AT(s->labels.offsets, int64_t);
   res->label_names = LH_VEC_AT(s->labels.bytes, char);
@@ -58,7 +60,7 @@ static void fill_result(lh_scan *s, lh_scan_result *res) {
 
 static void reset_outputs(lh_scan *s) {
   s->line.len = s->kind.len = s->ts.len = s->input_len.len = s->keys.len = 0;
-  s->ids.len = s->instance.len = s->label.len = s->turn.len = 0;
+  s->ids.len = s->instance.len = s->label.len = s->turn.len = s->chat.len = s->parent.len = 0;
   s->key_off.len = s->id_off.len = 1;
   LH_VEC_AT(s->key_off, int64_t)[0] = 0;
   LH_VEC_AT(s->id_off, int64_t)[0] = 0;

@@ -84,6 +84,23 @@ static void test_other_formats(lh_scan *s) {
              &r, err) == LH_OK);
   CHECK(r.timestamp[0] == (int64_t)(61.114 * 1000000000.0) && r.n_keys == 2 && r.turn[0] == 2 && r.n_labels == 1);
   CHECK(memcmp(r.ids, "159", 3) == 0 && memcmp(r.label_names, "text", 4) == 0);
+  CHECK(r.chat[0] == 159 && r.parent[0] == 159); /* no parent_chat_id: a root */
+  /* session numbers: integers are their value (the string "7" too), -1 and null mark a root,
+   * other strings hash (FNV-1a 64 of "a": 0xaf63dc4c8601ec8c) */
+  CHECK(scan(s, LH_FMT_QWEN,
+             "{\"chat_id\":-5,\"parent_chat_id\":-1,\"timestamp\":1,\"input_length\":16,\"hash_ids\":[1]}\n"
+             "{\"chat_id\":\"a\",\"parent_chat_id\":\"7\",\"timestamp\":1,\"input_length\":16,\"hash_ids\":[1]}\n"
+             "{\"chat_id\":18446744073709551615,\"parent_chat_id\":\"a\",\"timestamp\":1,\"input_length\":16,"
+             "\"hash_ids\":[1]}\n"
+             "{\"chat_id\":\"07\",\"parent_chat_id\":null,\"timestamp\":1,\"input_length\":16,\"hash_ids\":[1]}\n",
+             &r, err) == LH_OK);
+  CHECK(r.n_rows == 4 && r.chat[0] == -5 && r.parent[0] == -5);
+  CHECK(r.chat[1] == (int64_t)0xaf63dc4c8601ec8cULL && r.parent[1] == 7);
+  CHECK(r.chat[2] == -1 && r.parent[2] == (int64_t)0xaf63dc4c8601ec8cULL);
+  CHECK(r.chat[3] != 7 && r.parent[3] == r.chat[3]); /* "07" is not canonical: hashed */
+  CHECK(scan(s, LH_FMT_QWEN,
+             "{\"chat_id\":1,\"parent_chat_id\":true,\"timestamp\":1,\"input_length\":16,\"hash_ids\":[1]}", &r,
+             err) == LH_EPARSE);
   const char *log =
       "{\"id\":\"g1\",\"source\":\"s\",\"type\":\"GetCacheLocation\",\"trigger_time_us\":10,\"keys\":[1,2]}\n"
       "{\"id\":\"w1\",\"source\":\"s\",\"type\":\"StartWriteCache\",\"trigger_time_us\":11,\"keys\":[1,2,3]}\n"

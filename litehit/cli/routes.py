@@ -153,10 +153,10 @@ def print_routes(document: dict[str, Any], stream: Any = None) -> None:
         if entry["curve"] is None:
             stream.write(f"{entry['router']:>12}: simulated at each capacity (state-dependent)\n")
             continue
-        plateau = entry["curve"][-1]
+        curve = entry["curve"]
         stream.write(
-            f"{entry['router']:>12}: plateau {plateau['hit_rate']:.2%} from {plateau['capacity_blocks']:,} blocks "
-            "per replica\n"
+            f"{entry['router']:>12}: plateau {curve['hit_rate'][-1]:.2%} from {curve['capacity_blocks'][-1]:,} "
+            "blocks per replica\n"
         )
     if not routers or not routers[0]["capacities"]:
         return

@@ -186,7 +186,10 @@ class _RoutesMerger:
             entry = getattr(output.result, "simulated", None)  # a lane part's result is ReplayPartResult
             if entry is not None:
                 simulated[part.router].append(entry)
-        document = routes_document(self.options, self.paths, simulated)
+        from litehit.routes.routers import CHAINED_SESSIONS
+
+        chained = self.plan.fmt in CHAINED_SESSIONS
+        document = routes_document(self.options, self.paths, simulated, chained=chained)
         document["trace"] = {"format": counts.trace_format, "reads": counts.reads, "blocks": counts.blocks}
         stats = {"facts": {r.value: str(p) for r, p in self.paths.items()}, "seconds": time.perf_counter() - self.start}
         return Merged(document, stats)
@@ -212,7 +215,20 @@ class RouteRowPublic(BaseModel):
 
 
 def document_bytes(document: dict[str, Any]) -> bytes:
-    return json.dumps(document, indent=1).encode() + b"\n"
+    """routes.json: indented, except each curve (often 10^5 points), which is one line written by
+    the C encoder (json's indented encoder is pure Python: seconds for a long curve)."""
+    curves: list[str] = []
+    routers = []
+    for entry in document.get("routers", []):
+        if entry.get("curve") is not None:
+            routers.append({**entry, "curve": f"\x00curve{len(curves)}\x00"})
+            curves.append(json.dumps(entry["curve"]))
+        else:
+            routers.append(entry)
+    text = json.dumps({**document, "routers": routers}, indent=1)
+    for i, curve in enumerate(curves):
+        text = text.replace(f'"\\u0000curve{i}\\u0000"', curve, 1)
+    return text.encode() + b"\n"
 
 
 class RoutesKind(TraceKind[RoutesJobSpec]):

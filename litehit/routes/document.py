@@ -37,7 +37,8 @@ DEFINITIONS = {
     "p99_over_mean": "nearest-rank p99 over the windows floor(timestamp_ns / W) holding a request of the same "
     "ratio within the window",
     "vs_round_robin": "hit_rate - round_robin's hit_rate at the same capacity",
-    "curve": "the aggregate hit rate at every per-replica capacity in blocks where it changes "
+    "curve": "columns capacity_blocks[i] (from 0, increasing) and hit_rate[i]: the aggregate hit rate from "
+    "capacity_blocks[i] blocks per replica on, one entry at every capacity where it changes "
     "(null for least_loaded and cache_aware: they are simulated at the asked capacities only)",
     "facts": "the router's per-replica facts (lanes r0..r{N-1}), a file in the folder of routes.json "
     "(null for least_loaded and cache_aware)",
@@ -165,14 +166,20 @@ def _at_capacity(
     return capacity_entry(text, blocks, pool.input_len, hits * pool.block_size, replica, pool.timestamp, options)
 
 
-def _curve(pool: LaneFacts) -> list[dict[str, Any]]:
+def _curve(pool: LaneFacts) -> dict[str, list[Any]]:
+    """Columns: capacity_blocks[i] (increasing, from 0) and hit_rate[i], the rate from there on."""
     capacities, hit_blocks = lane_breakpoints(pool)
     block_size, _ = _block_shape([pool])
     total = pool.input_tokens
-    return [
-        {"capacity_blocks": int(c), "hit_rate": int(h) * block_size / total if total else 0.0}
-        for c, h in zip(capacities.tolist(), hit_blocks.tolist(), strict=True)
-    ]
+    tokens = hit_blocks.astype(np.int64) * block_size
+    rates: list[float]
+    if not total:
+        rates = [0.0] * len(tokens)
+    elif total < 1 << 53 and int(tokens.max(initial=0)) < 1 << 53:  # exact doubles: rounds as int / int does
+        rates = (tokens / total).tolist()
+    else:
+        rates = [int(t) / total for t in tokens.tolist()]
+    return {"capacity_blocks": capacities.tolist(), "hit_rate": rates}
 
 
 def routes_document(
@@ -180,6 +187,7 @@ def routes_document(
     facts: Mapping[Router, Path],
     simulated: Mapping[Router, list[dict[str, Any]]],
     *,
+    chained: bool = False,
     notes: Sequence[str] = (),
 ) -> dict[str, Any]:
     """routes.json of the routed replay's per-router facts files (the state-free routers) and of
@@ -208,11 +216,13 @@ def routes_document(
     for entry in routers:
         for i, at in enumerate(entry["capacities"]):
             at["vs_round_robin"] = None if base is None else at["hit_rate"] - base["capacities"][i]["hit_rate"]
-    session_note = (
-        ["session: these formats carry no session ids; a request's session is its first trace key"]
-        if Router.SESSION in options.routers
-        else []
-    )
+    session_note = []
+    if Router.SESSION in options.routers:
+        session_note = [
+            "session: qwen_bailian sessions follow parent_chat_id to their root chat_id"
+            if chained
+            else "session: this format carries no session ids; a request's session is its first trace key"
+        ]
     return {
         "replicas": options.replicas,
         "options": options.model_dump(mode="json"),

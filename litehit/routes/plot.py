@@ -14,6 +14,21 @@ from litehit.lane_plots import check_plot_path
 __all__ = ["plot_routes"]
 
 
+DISPLAY_POINTS = 4000  # a longer curve is drawn sampled at this many capacities (pixel resolution)
+
+
+def _display_steps(capacities: list[int], rates: list[float], right: float) -> tuple[list[float], list[float]]:
+    """A step curve to draw up to `right`: every point, or for a long curve its value at evenly
+    spaced capacities (the rate in force at each; the published curve keeps every point)."""
+    import numpy as np
+
+    if len(capacities) <= DISPLAY_POINTS:
+        return [*capacities, right], [*rates, rates[-1]]
+    grid = np.linspace(0.0, right, DISPLAY_POINTS)
+    at = np.searchsorted(np.asarray(capacities), grid, side="right") - 1
+    return grid.tolist(), np.asarray(rates)[np.maximum(at, 0)].tolist()
+
+
 def plot_routes(document: dict[str, Any], path: Path) -> Path:
     from matplotlib.figure import Figure  # no pyplot: nothing global, no GUI backend
 
@@ -22,7 +37,7 @@ def plot_routes(document: dict[str, Any], path: Path) -> Path:
     check_plot_path(path)
     fig = Figure(figsize=(11, 4.2))
     curve_ax, balance_ax = fig.subplots(1, 2, gridspec_kw={"width_ratios": [3, 2]})
-    ends = [e["curve"][-1]["capacity_blocks"] for e in document["routers"] if e["curve"] is not None]
+    ends = [e["curve"]["capacity_blocks"][-1] for e in document["routers"] if e["curve"] is not None]
     asked = [c["capacity_blocks"] or 0 for e in document["routers"] for c in e["capacities"]]
     right = max([*ends, *asked], default=0) * 1.1 or 1
     for entry in document["routers"]:
@@ -31,8 +46,7 @@ def plot_routes(document: dict[str, Any], path: Path) -> Path:
             xs = [c["capacity_blocks"] if c["capacity_blocks"] is not None else right for c in entry["capacities"]]
             curve_ax.plot(xs, [c["hit_rate"] for c in entry["capacities"]], "o", label=f"{entry['router']} (simulated)")
             continue
-        xs = [p["capacity_blocks"] for p in points] + [right]
-        ys = [p["hit_rate"] for p in points] + [points[-1]["hit_rate"]]
+        xs, ys = _display_steps(points["capacity_blocks"], points["hit_rate"], right)
         curve_ax.step(xs, ys, where="post", label=entry["router"])
     curve_ax.set_xlabel("per-replica capacity (blocks)")
     curve_ax.set_ylabel("hit rate")

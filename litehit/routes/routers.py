@@ -6,10 +6,14 @@ Every read request, in input order (index i from 0, reads only), goes to one rep
 - ``random``: the i-th output of SplitMix64 seeded with ``seed`` (output i = mix(seed + (i + 1) x
   0x9E3779B97F4A7C15 mod 2^64), Steele, Lea and Flood's finalizer), mod N. Stable across versions
   and independent of chunking.
-- ``session``: the request's first raw trace key (as in the trace row, before prefix hashing and
-  re-blocking), read as unsigned 64-bit, mod N: the formats this version routes carry no session
-  ids, and a conversation's turns share their first block. A request without keys goes to 0.
-  qwen_bailian (sessions chained by parent_chat_id) is refused until its chain is read.
+- ``session``: the request's root session id, read as unsigned 64-bit, mod N. qwen_bailian rows
+  chain: a row's root is its parent_chat_id's root when that chat appeared earlier in the trace,
+  the parent_chat_id itself when it did not (the conversation began before the trace), and its
+  own chat_id when it has no parent (-1, null or missing); ids are session numbers (an integer id
+  is its value, a string id its FNV-1a 64 hash unless it is a canonical integer: lh_trace_scan.h).
+  The other formats carry no session ids: a request's session is its first raw trace key (as in
+  the row, before prefix hashing and re-blocking), since a conversation's turns share their first
+  block; a request without keys goes to 0.
 - ``prefix_hash``: the lane key (unsigned 64-bit, after prefix hashing and re-blocking) of block k
   = ``prefix_blocks`` (the key that encodes the first k blocks), mod N; a request with fewer
   complete blocks uses its last one's key, one without complete blocks goes to 0.
@@ -28,7 +32,6 @@ import numpy as np
 import numpy.typing as npt
 
 from core_c.scan import ScanResult
-from litehit.errors import ConfigError, ConfigIssue
 from litehit.replay.plan import LaneSpec
 from litehit.routes.options import Router, RoutesOptions
 from litehit.spec import TraceFormat
@@ -38,7 +41,7 @@ __all__ = ["GAMMA", "POOL", "RouterSet", "replica_name", "splitmix64"]
 Int64Array = npt.NDArray[np.int64]
 U64 = npt.NDArray[np.uint64]
 GAMMA = np.uint64(0x9E3779B97F4A7C15)
-NO_SESSIONS = (TraceFormat.QWEN_BAILIAN,)
+CHAINED_SESSIONS = (TraceFormat.QWEN_BAILIAN,)  # formats whose rows carry chat_id / parent_chat_id
 POOL = "pool"  # the lane of every read, for the simulated routers
 
 
@@ -76,24 +79,24 @@ class RouterSet:
         return (*replicas, *pool)
 
     def start(self, fmt: TraceFormat) -> _Assigner:
-        if Router.SESSION in self.options.state_free and fmt in NO_SESSIONS:
-            raise ConfigError(
-                [
-                    ConfigIssue(
-                        "routers",
-                        "session",
-                        f"session routing of {fmt.value} traces needs their parent_chat_id chain, not read yet; "
-                        "use round_robin, random or prefix_hash",
-                    )
-                ]
-            )
-        return _Assigner(self.options)
+        return _Assigner(self.options, chained=fmt in CHAINED_SESSIONS)
 
 
 class _Assigner:
-    def __init__(self, options: RoutesOptions) -> None:
+    def __init__(self, options: RoutesOptions, *, chained: bool) -> None:
         self.options = options
         self.seen = 0  # reads assigned in earlier chunks
+        self.chained = chained and Router.SESSION in options.state_free
+        self.roots: dict[int, int] = {}  # chained: every chat seen -> its root session
+
+    def _chained_roots(self, rows: ScanResult, reads: Int64Array) -> U64:
+        """The root session of each read, following parent_chat_id through the chats seen."""
+        roots, out = self.roots, []
+        for chat, parent in zip(rows.chat[reads].tolist(), rows.parent[reads].tolist(), strict=True):
+            root = chat if parent == chat else roots.get(parent, parent)
+            roots[chat] = root
+            out.append(root)
+        return np.asarray(out, dtype=np.int64).view(np.uint64)
 
     def assign(self, rows: ScanResult, reads: Int64Array, keys: Int64Array, offsets: Int64Array) -> Int64Array:
         n = np.uint64(self.options.replicas)
@@ -108,6 +111,8 @@ class _Assigner:
                 replica = index % n
             elif router is Router.RANDOM:
                 replica = splitmix64(self.options.seed, index) % n
+            elif router is Router.SESSION and self.chained:
+                replica = self._chained_roots(rows, reads) % n
             elif router is Router.SESSION:
                 starts, ends = rows.key_offsets[reads], rows.key_offsets[reads + 1]
                 first = rows.keys[np.minimum(starts, max(len(rows.keys) - 1, 0))] if len(rows.keys) else starts * 0

@@ -17,7 +17,6 @@ from typing import Any
 import pytest
 from helpers import write_rows
 from routes_oracle import MASK, Read, assign, hit_rate_at, reads_of, simulate, splitmix64, summary, to_int64
-from test_cli_policies import qwen_trace
 
 from litehit.cli import main
 
@@ -377,7 +376,10 @@ def test_one_replica_every_router_is_the_plain_replay(tmp_path_factory: pytest.T
 def test_curve_is_the_naive_hit_rate_at_every_capacity(r: Routed, router: str) -> None:
     n, block, ttl = r.case.replicas, r.case.lane_block, r.case.ttl * NS
     replicas = r.replicas(router)
-    curve = r.router(router)["curve"]
+    columns = r.router(router)["curve"]
+    assert sorted(columns) == ["capacity_blocks", "hit_rate"]
+    assert len(columns["capacity_blocks"]) == len(columns["hit_rate"])
+    curve = [{"capacity_blocks": c, "hit_rate": h} for c, h in zip(*columns.values(), strict=True)]
     caps = [p["capacity_blocks"] for p in curve]
     assert caps and caps[0] == 0 and caps == sorted(set(caps)), caps
     plateau = hit_rate_at(r.reads, replicas, n, None, block, ttl)
@@ -474,21 +476,104 @@ def test_replicas_at_the_limit_is_accepted(
     assert [p["requests"] for p in entry["capacities"][0]["replicas"]] == [1] * 6 + [0] * 1018
 
 
-def test_session_on_qwen_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+FNV_OFFSET, FNV_PRIME = 0xCBF29CE484222325, 0x100000001B3
+
+
+def session_number(text: str) -> int:
+    """An id's session number as unsigned 64-bit: a canonical decimal integer (str(int) text)
+    within 64 bits is its value, anything else the FNV-1a 64 hash of its UTF-8 bytes."""
+    digits = text[1:] if text.startswith("-") else text
+    canonical = digits.isdigit() and digits.isascii() and (digits == "0" or not digits.startswith("0"))
+    if canonical and text != "-0" and -(1 << 63) <= int(text) < (1 << 64):
+        return int(text) & MASK
+    h = FNV_OFFSET
+    for byte in text.encode():
+        h = ((h ^ byte) * FNV_PRIME) & MASK
+    return h
+
+
+def chained_sessions(rows: list[dict[str, Any]]) -> list[int]:
+    """Per row, its root session: the parent's root when the parent chat appeared earlier, else
+    the parent itself; a row without parent (missing, null, -1) is its own root."""
+    roots: dict[int, int] = {}
+    out = []
+    for row in rows:
+        chat = session_number(str(row["chat_id"]))
+        parent = row.get("parent_chat_id")
+        if parent is None or parent == -1:
+            root = chat
+        else:
+            key = session_number(str(parent))
+            root = roots.get(key, key)
+        roots[chat] = root
+        out.append(root)
+    return out
+
+
+def chained_qwen_rows(seed: int) -> list[dict[str, Any]]:
+    """Conversations whose turns name their parent: integer and string ids (some spelling the
+    same integer), roots marked by -1, null or no field, and parents outside the trace."""
+    rng = random.Random(seed)
+    rows: list[dict[str, Any]] = []
+    chats: list[Any] = []
+    t = 0.0
+    for i in range(160):
+        style = rng.random()
+        if not chats or style < 0.2:
+            chat: Any = rng.choice([i, str(i + 10**6), f"s-{i}", (1 << 64) - 1 - i, -i - 1, f"00{i}"])
+            parent: Any = rng.choice([-1, None, "missing", f"gone-{i % 7}", 987654321 + i % 5])
+        else:
+            chat = rng.choice([i + 5000, f"t{i}", str(i + 5000 + 10**6)])
+            parent = rng.choice(chats[-12:])
+            if isinstance(parent, int) and rng.random() < 0.5:
+                parent = str(parent)  # the same chat, spelt as a string
+        chats.append(chat)
+        t += rng.choice((0.0, 0.25, 1.0))
+        row: dict[str, Any] = {"chat_id": chat, "timestamp": round(t, 3), "input_length": 16 * 3 + 5,
+                               "hash_ids": [rng.randrange(1 << 40) for _ in range(3)]}  # fmt: skip
+        if parent != "missing":
+            row["parent_chat_id"] = parent
+        rows.append(row)
+    return rows
+
+
+@pytest.mark.parametrize("replicas", [1, 3, 7])
+def test_session_on_qwen_follows_parent_chat_id(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], replicas: int
+) -> None:
+    rows = chained_qwen_rows(seed=replicas)
     trace = tmp_path / "qwen.jsonl"
-    qwen_trace(trace, seed=3)
+    trace.write_text("".join(json.dumps(row) + "\n" for row in rows))
     out = tmp_path / "routes.json"
-    code, stdout, err = run(["routes", str(trace), "--format", "qwen_bailian", "--replicas", "2", "--routers",
-                             "round_robin,session", "-o", str(out)], capsys)  # fmt: skip
-    assert code == 1
-    assert len(err.strip().splitlines()) == 1, err
-    assert err.startswith(("litehit: error: --routers", "litehit: error: --format")), err
-    assert "Traceback" not in err + stdout
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["qwen.jsonl"]
-    # the other routers are fine on qwen_bailian
-    code, _, err = run(["routes", str(trace), "--format", "qwen_bailian", "--replicas", "2", "--routers",
-                        "round_robin,prefix_hash", "--capacity", "inf", "-o", str(out)], capsys)  # fmt: skip
+    code, _, err = run(["routes", str(trace), "--format", "qwen_bailian", "--replicas", str(replicas),
+                             "--routers", "round_robin,session", "--capacity", "inf", "-o", str(out)], capsys)  # fmt: skip
     assert code == 0, err
+    doc = json.loads(out.read_text())
+    assert "parent_chat_id" in " ".join(doc["notes"])
+    _, facts = read_csv(out.parent / "routes_session_facts.csv")
+    assert [row["trace_id"] for row in facts] == [str(row["chat_id"]) for row in rows]
+    assert [row["instance_id"] for row in facts] == [f"r{s % replicas}" for s in chained_sessions(rows)]
+    # a conversation stays on one replica: a child is never routed apart from a parent seen before it
+    lane_of = {}
+    for row, fact in zip(rows, facts, strict=True):
+        parent = row.get("parent_chat_id")
+        if parent not in (None, -1) and session_number(str(parent)) in lane_of:
+            assert fact["instance_id"] == lane_of[session_number(str(parent))]
+        lane_of[session_number(str(row["chat_id"]))] = fact["instance_id"]
+
+
+def test_qwen_parent_chat_id_of_a_wrong_type_names_the_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    trace = tmp_path / "qwen.jsonl"
+    trace.write_text(
+        json.dumps({"chat_id": 1, "timestamp": 0, "input_length": 40, "hash_ids": [1, 2]}) + "\n"
+        + json.dumps({"chat_id": 2, "parent_chat_id": [1], "timestamp": 1, "input_length": 40, "hash_ids": [1]})
+        + "\n"
+    )  # fmt: skip
+    code, stdout, err = run(["routes", str(trace), "--format", "qwen_bailian", "--replicas", "2", "--routers",
+                             "session", "-o", str(tmp_path / "routes.json")], capsys)  # fmt: skip
+    assert code == 1 and "Traceback" not in err + stdout
+    assert f"{trace}:2" in err and "parent_chat_id must be an integer, a string or null" in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["qwen.jsonl"]
 
 
 def test_hit_rate_at_is_exact() -> None:
