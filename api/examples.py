@@ -187,6 +187,19 @@ ROUTES_EXAMPLES = examples(
             },
         },
     ),
+    cache_aware=(
+        "Eight replicas: cache-aware (balanced) and least-loaded routing against round-robin at 64 GiB each",
+        {
+            **_ONE_LANE,
+            "routes": {
+                "replicas": 8,
+                "routers": ["round_robin", "least_loaded", "cache_aware"],
+                "capacities": ["64GiB"],
+                "load_window_s": 10,
+                "balance_threshold": 0.1,
+            },
+        },
+    ),
 )
 PROFILE_EXAMPLES = examples(
     config=("A workload profile of two lanes, one with a 60 s TTL", _TWO_GROUPS),

@@ -40,7 +40,8 @@ def add_parser(sub: Any) -> None:
             "      [--capacity 4GiB 20000blocks inf] [--seed 0] [--prefix-blocks 1] [--load-window-s 10]\n"
             "      [--balance-threshold 0.1] [-o routes.json] [--plot routes.png]\n\n"
             "round_robin: request i to replica i mod N. random: SplitMix64(seed) output i mod N.\n"
-            "session: the first trace key mod N. prefix_hash: the lane key of block --prefix-blocks\n"
+            "session: the root session mod N (qwen_bailian: chat_id chained by parent_chat_id; other\n"
+            "formats: the first trace key). prefix_hash: the lane key of block --prefix-blocks\n"
             "mod N. Each of these router's per-replica facts are published beside routes.json\n"
             "(routes_<router>_facts.csv, lanes r0..r{N-1}): litehit query, curve and tiers read them.\n"
             "least_loaded and cache_aware read the replicas' state (load = prefill tokens routed in the\n"
@@ -154,9 +155,9 @@ def print_routes(document: dict[str, Any], stream: Any = None) -> None:
             stream.write(f"{entry['router']:>12}: simulated at each capacity (state-dependent)\n")
             continue
         curve = entry["curve"]
+        rate = curve["hit_tokens"][-1] / curve["input_tokens"] if curve["input_tokens"] else 0.0
         stream.write(
-            f"{entry['router']:>12}: plateau {curve['hit_rate'][-1]:.2%} from {curve['capacity_blocks'][-1]:,} "
-            "blocks per replica\n"
+            f"{entry['router']:>12}: plateau {rate:.2%} from {curve['capacity_blocks'][-1]:,} blocks per replica\n"
         )
     if not routers or not routers[0]["capacities"]:
         return

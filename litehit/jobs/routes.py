@@ -136,7 +136,7 @@ def facts_paths(out: Path, options: RoutesOptions) -> dict[Router, Path]:
 
 class _RoutesMerger:
     """Each router's facts rows of every chunk, in input order, into its own facts file (all
-    published at finish, tmp-then-rename), then routes.json from them."""
+    published at finish, tmp-then-rename), then routes.json from the same rows (kept in memory)."""
 
     def __init__(
         self, options: RoutesOptions, runtime: ReplaySpec, plan: ReplayPlan, parts: Sequence[PartPlan]
@@ -151,8 +151,14 @@ class _RoutesMerger:
             publisher = AtomicPublisher(path).__enter__()
             self.publishers.append(publisher)
             publisher.write(header_for(plan.extended))
+        from litehit.routes.document import ReplicaRows
+
         n = options.replicas
         self.plans = [replace(plan, lanes=plan.lanes[g * n : (g + 1) * n]) for g in range(len(options.state_free))]
+        self.rows = [
+            [ReplicaRows(lane.instance_id, lane.block_size, lane.block_bytes) for lane in group.lanes]
+            for group in self.plans
+        ]
         self.start = time.perf_counter()
 
     def add_chunk(self, chunk: ChunkPlan, outputs: Sequence[tuple[Any, ...]]) -> None:
@@ -174,6 +180,8 @@ class _RoutesMerger:
             )
             facts = [LaneFacts(*arrays) for arrays in outputs[g * n : (g + 1) * n]]
             publisher.write(render_chunk(plan, part, facts))
+            for rows, work, lane in zip(self.rows[g], part.lanes, facts, strict=True):
+                rows.add(work.input_lens, work.timestamps, lane.segments, lane.seg_offsets)
 
     def finish(self, outputs: Sequence[PartOutput], counts: TraceCounts) -> Merged:
         from litehit.routes.document import routes_document
@@ -189,7 +197,8 @@ class _RoutesMerger:
         from litehit.routes.routers import CHAINED_SESSIONS
 
         chained = self.plan.fmt in CHAINED_SESSIONS
-        document = routes_document(self.options, self.paths, simulated, chained=chained)
+        lanes = {router: [rows.lane() for rows in self.rows[g]] for g, router in enumerate(self.options.state_free)}
+        document = routes_document(self.options, lanes, self.paths, simulated, chained=chained)
         document["trace"] = {"format": counts.trace_format, "reads": counts.reads, "blocks": counts.blocks}
         stats = {"facts": {r.value: str(p) for r, p in self.paths.items()}, "seconds": time.perf_counter() - self.start}
         return Merged(document, stats)

@@ -22,12 +22,11 @@ import numpy.typing as npt
 from core_c.project import project_batch
 from litehit.capacity import CapacitySlot
 from litehit.routes.options import Router, RoutesOptions
-from litehit.routes.routers import replica_name
 from litehit.tiers.config import parse_capacity
-from litehit.tiers.lanes import LaneFacts, load_lanes
+from litehit.tiers.lanes import LaneFacts
 from litehit.tiers.planner import lane_breakpoints
 
-__all__ = ["DEFINITIONS", "capacity_entry", "facts_file_name", "imbalance", "routes_document"]
+__all__ = ["DEFINITIONS", "ReplicaRows", "capacity_entry", "facts_file_name", "imbalance", "routes_document"]
 
 Int64Array = npt.NDArray[np.int64]
 DEFINITIONS = {
@@ -37,8 +36,9 @@ DEFINITIONS = {
     "p99_over_mean": "nearest-rank p99 over the windows floor(timestamp_ns / W) holding a request of the same "
     "ratio within the window",
     "vs_round_robin": "hit_rate - round_robin's hit_rate at the same capacity",
-    "curve": "columns capacity_blocks[i] (from 0, increasing) and hit_rate[i]: the aggregate hit rate from "
-    "capacity_blocks[i] blocks per replica on, one entry at every capacity where it changes "
+    "curve": "columns capacity_blocks[i] (from 0, increasing) and hit_tokens[i]: the aggregate hit tokens from "
+    "capacity_blocks[i] blocks per replica on (hit rate = hit_tokens[i] / input_tokens), one entry at every "
+    "capacity where it changes "
     "(null for least_loaded and cache_aware: they are simulated at the asked capacities only)",
     "facts": "the router's per-replica facts (lanes r0..r{N-1}), a file in the folder of routes.json "
     "(null for least_loaded and cache_aware)",
@@ -54,9 +54,41 @@ def facts_file_name(router: Router | str) -> str:
     return f"routes_{Router(router).value}_facts.csv"
 
 
-def _empty(name: str) -> LaneFacts:
-    z = np.zeros(0, np.int64)
-    return LaneFacts(name, z, z, z, z, np.zeros(1, np.int64), np.zeros((0, 2), np.int64))
+class ReplicaRows:
+    """One replica's facts rows as the routed replay writes them, chunk after chunk: what its
+    facts file holds, kept in memory for the document (so it is not read back)."""
+
+    def __init__(self, name: str, block_size: int, block_bytes: int) -> None:
+        self.name, self.block_size, self.block_bytes = name, block_size, block_bytes
+        self.input_len: list[Int64Array] = []
+        self.timestamp: list[Int64Array] = []
+        self.counts: list[Int64Array] = []
+        self.segs: list[Int64Array] = []
+
+    def add(
+        self, input_lens: Int64Array, timestamps: Int64Array, segments: Int64Array, seg_offsets: Int64Array
+    ) -> None:
+        self.input_len.append(input_lens)
+        self.timestamp.append(timestamps)
+        self.counts.append(np.diff(seg_offsets))
+        self.segs.append(segments.reshape(-1, 2))
+
+    def lane(self) -> LaneFacts:
+        def joined(parts: list[Int64Array], empty: Int64Array) -> Int64Array:
+            return np.concatenate(parts).astype(np.int64, copy=False) if parts else empty
+
+        input_len = joined(self.input_len, np.zeros(0, np.int64))
+        offsets = np.zeros(len(input_len) + 1, np.int64)
+        np.cumsum(joined(self.counts, np.zeros(0, np.int64)), out=offsets[1:])
+        return LaneFacts(
+            self.name,
+            input_len,
+            np.full(len(input_len), self.block_size, np.int64),
+            np.full(len(input_len), self.block_bytes, np.int64),
+            joined(self.timestamp, np.zeros(0, np.int64)),
+            offsets,
+            joined(self.segs, np.zeros((0, 2), np.int64)),
+        )
 
 
 def _pooled(lanes: Sequence[LaneFacts]) -> tuple[LaneFacts, Int64Array]:
@@ -166,47 +198,40 @@ def _at_capacity(
     return capacity_entry(text, blocks, pool.input_len, hits * pool.block_size, replica, pool.timestamp, options)
 
 
-def _curve(pool: LaneFacts) -> dict[str, list[Any]]:
-    """Columns: capacity_blocks[i] (increasing, from 0) and hit_rate[i], the rate from there on."""
+def _curve(pool: LaneFacts) -> dict[str, Any]:
+    """Columns: capacity_blocks[i] (increasing, from 0) and hit_tokens[i], the aggregate hit
+    tokens from there on (exact integers; the rate is hit_tokens / input_tokens)."""
     capacities, hit_blocks = lane_breakpoints(pool)
     block_size, _ = _block_shape([pool])
-    total = pool.input_tokens
     tokens = hit_blocks.astype(np.int64) * block_size
-    rates: list[float]
-    if not total:
-        rates = [0.0] * len(tokens)
-    elif total < 1 << 53 and int(tokens.max(initial=0)) < 1 << 53:  # exact doubles: rounds as int / int does
-        rates = (tokens / total).tolist()
-    else:
-        rates = [int(t) / total for t in tokens.tolist()]
-    return {"capacity_blocks": capacities.tolist(), "hit_rate": rates}
+    return {"input_tokens": pool.input_tokens, "capacity_blocks": capacities.tolist(), "hit_tokens": tokens.tolist()}
 
 
 def routes_document(
     options: RoutesOptions,
+    lanes: Mapping[Router, Sequence[LaneFacts]],
     facts: Mapping[Router, Path],
     simulated: Mapping[Router, list[dict[str, Any]]],
     *,
     chained: bool = False,
     notes: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """routes.json of the routed replay's per-router facts files (the state-free routers) and of
-    the simulations' capacity entries (least_loaded, cache_aware), in the order asked."""
+    """routes.json from the state-free routers' replica lanes (the rows of their facts files
+    `facts`; lanes[router][j] is replica j) and the simulations' capacity entries (least_loaded,
+    cache_aware), in the order asked."""
     slots = [parse_capacity(text, f"capacities[{i}]") for i, text in enumerate(options.capacities)]
     routers: list[dict[str, Any]] = []
     for router in options.routers:
         if router in simulated:
             routers.append({"router": router.value, "facts": None, "capacities": simulated[router], "curve": None})
             continue
-        by_name = {lane.instance_id: lane for lane in load_lanes(facts[router])}
-        lanes = [by_name.get(replica_name(j)) or _empty(replica_name(j)) for j in range(options.replicas)]
-        pool, replica = _pooled(lanes)
+        pool, replica = _pooled(lanes[router])
         routers.append(
             {
                 "router": router.value,
                 "facts": facts[router].name,
                 "capacities": [
-                    _at_capacity(text, slot, lanes, pool, replica, options)
+                    _at_capacity(text, slot, lanes[router], pool, replica, options)
                     for text, slot in zip(options.capacities, slots, strict=True)
                 ],
                 "curve": _curve(pool),

@@ -46,7 +46,8 @@ def plot_routes(document: dict[str, Any], path: Path) -> Path:
             xs = [c["capacity_blocks"] if c["capacity_blocks"] is not None else right for c in entry["capacities"]]
             curve_ax.plot(xs, [c["hit_rate"] for c in entry["capacities"]], "o", label=f"{entry['router']} (simulated)")
             continue
-        xs, ys = _display_steps(points["capacity_blocks"], points["hit_rate"], right)
+        total = points["input_tokens"] or 1
+        xs, ys = _display_steps(points["capacity_blocks"], [t / total for t in points["hit_tokens"]], right)
         curve_ax.step(xs, ys, where="post", label=entry["router"])
     curve_ax.set_xlabel("per-replica capacity (blocks)")
     curve_ax.set_ylabel("hit rate")

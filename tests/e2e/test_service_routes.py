@@ -175,5 +175,16 @@ def test_simulated_routers_over_http_equal_the_cli(
     assert [p["simulated"]["hit_tokens"] for p in simulated] == [
         at["hit_tokens"] for e in (doc["routers"][0], doc["routers"][2]) for at in e["capacities"]
     ]
+    # the SQL summary: one row per capacity x router, in the order asked
+    assert [(row["capacity"], row["router"]) for row in job["summary"]] == [
+        (capacity, router) for capacity in ROUTES["capacities"] for router in options["routers"]
+    ]
+    by_key = {(e["router"], at["capacity"]): at for e in doc["routers"] for at in e["capacities"]}
+    for row in job["summary"]:
+        at = by_key[(row["router"], row["capacity"])]
+        assert row["hit_tokens"] == at["hit_tokens"] and row["input_tokens"] == at["input_tokens"]
+        assert (
+            row["max_over_mean"] == at["imbalance"]["max_over_mean"] and row["vs_round_robin"] == at["vs_round_robin"]
+        )
     assert api.get(f"/v1/routes/{job['id']}/facts/cache_aware").status_code in (404, 422)
     assert api.get(f"/v1/routes/{job['id']}/facts/round_robin").status_code == 200

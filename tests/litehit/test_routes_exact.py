@@ -377,9 +377,12 @@ def test_curve_is_the_naive_hit_rate_at_every_capacity(r: Routed, router: str) -
     n, block, ttl = r.case.replicas, r.case.lane_block, r.case.ttl * NS
     replicas = r.replicas(router)
     columns = r.router(router)["curve"]
-    assert sorted(columns) == ["capacity_blocks", "hit_rate"]
-    assert len(columns["capacity_blocks"]) == len(columns["hit_rate"])
-    curve = [{"capacity_blocks": c, "hit_rate": h} for c, h in zip(*columns.values(), strict=True)]
+    assert sorted(columns) == ["capacity_blocks", "hit_tokens", "input_tokens"]
+    assert columns["input_tokens"] == sum(rd.input_len for rd in r.reads)
+    curve = [
+        {"capacity_blocks": c, "hit_rate": Fraction(h, columns["input_tokens"])}
+        for c, h in zip(columns["capacity_blocks"], columns["hit_tokens"], strict=True)
+    ]
     caps = [p["capacity_blocks"] for p in curve]
     assert caps and caps[0] == 0 and caps == sorted(set(caps)), caps
     plateau = hit_rate_at(r.reads, replicas, n, None, block, ttl)
@@ -391,7 +394,7 @@ def test_curve_is_the_naive_hit_rate_at_every_capacity(r: Routed, router: str) -
     assert exact[caps[-1]] == plateau
     for c in range(top + 1):
         point = [p for p in curve if p["capacity_blocks"] <= c][-1]
-        assert point["hit_rate"] == pytest.approx(float(exact[c]), rel=1e-12, abs=1e-15), (router, c)
+        assert point["hit_rate"] == exact[c], (router, c)  # exact: integer hit tokens
 
 
 # ---------------------------------------------------------------------------------------------
