@@ -50,8 +50,8 @@ def add_parser(sub: Any) -> None:
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    add_trace_arguments(p)
-    p.add_argument("--replicas", type=int, required=True, metavar="N", help="replicas in the pool (1 .. 1024)")
+    add_trace_arguments(p, source_required=False)  # --schema needs no trace
+    p.add_argument("--replicas", type=int, metavar="N", help="replicas in the pool (1 .. 1024; required)")
     p.add_argument("--routers", default=ROUTERS, help=f"comma separated, of {ALL_ROUTERS} (default: {ROUTERS})")
     p.add_argument("--capacity", nargs="+", default=[], metavar="CAP",
                    help="per-replica capacities: GiB (1, 512MiB), 20000blocks, 1Mtokens or inf")  # fmt: skip
@@ -65,6 +65,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("-o", "--output", type=Path, default=Path("routes.json"),
                    help="routes.json here (default ./routes.json); the facts files go beside it")  # fmt: skip
     p.add_argument("--plot", type=Path, help="draw the curves and the imbalance here (.png or .svg)")
+    p.add_argument("--schema", action="store_true", help="print the JSON schema of routes.json and exit")
     p.set_defaults(func=_run)
 
 
@@ -103,6 +104,19 @@ def _run(args: argparse.Namespace) -> int:
     from litehit.cli.run_kind import run_kind
     from litehit.jobs.routes import KIND, document_bytes, routed_runtime
 
+    if args.schema:
+        import json
+
+        from litehit.routes.result import RoutesResult
+
+        if args.source is not None:
+            raise ConfigError([ConfigIssue("TRACE", args.source, "--schema takes no trace")])
+        print(json.dumps(RoutesResult.model_json_schema(), indent=2))
+        return 0
+    if args.source is None:
+        raise ConfigError([ConfigIssue("TRACE", None, "a trace or config file is required (or --schema)")])
+    if args.replicas is None:
+        raise ConfigError([ConfigIssue("--replicas", None, "how many replicas the pool has is required (1 .. 1024)")])
     options = parse_options(args)
     if args.plot is not None and args.plot.suffix not in {".png", ".svg"}:
         raise ConfigError([ConfigIssue("--plot", str(args.plot), "a plot file ends in .png or .svg")])

@@ -169,6 +169,7 @@ def capacity_entry(
             "input_tokens": int(inputs[j]),
             "hit_tokens": int(hit_sums[j]),
             "prefill_tokens": int(prefill_sums[j]),
+            "hit_rate": int(hit_sums[j]) / int(inputs[j]) if inputs[j] else 0.0,
         }
         for j in range(n)
     ]

@@ -15,6 +15,7 @@ from helpers import config, group, instance, write_rows
 from test_service_api import upload, wait_job
 
 from litehit.cli import main
+from litehit.routes.result import RoutesResult
 
 pytestmark = pytest.mark.service
 
@@ -156,6 +157,7 @@ def test_simulated_routers_over_http_equal_the_cli(
     served = api.get(f"/v1/routes/{job['id']}/result")
     assert served.status_code == 200 and served.content == out.read_bytes()
     doc = json.loads(served.content)
+    RoutesResult.model_validate(doc)
     assert [(e["router"], e["facts"] is None, e["curve"] is None) for e in doc["routers"]] == [
         ("cache_aware", True, True),
         ("round_robin", False, False),

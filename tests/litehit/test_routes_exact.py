@@ -19,6 +19,7 @@ from helpers import write_rows
 from routes_oracle import MASK, Read, assign, hit_rate_at, reads_of, simulate, splitmix64, summary, to_int64
 
 from litehit.cli import main
+from litehit.routes.result import RoutesResult
 
 NS = 10**9
 ROUTERS = ("round_robin", "random", "session", "prefix_hash")
@@ -270,6 +271,7 @@ def block_bytes_of(case: Case) -> int:
 
 def test_document_shape(r: Routed) -> None:
     doc = r.doc
+    RoutesResult.model_validate(doc)  # the documented schema, no field more or less
     assert doc["replicas"] == r.case.replicas
     assert [e["router"] for e in doc["routers"]] == list(ROUTERS)
     for entry in doc["routers"]:
@@ -583,3 +585,15 @@ def test_hit_rate_at_is_exact() -> None:
     """The oracle's own rate is a Fraction (the curve test compares change points exactly)."""
     reads = reads_of([{"type": "request", "keys": [1, 2], "timestamp_ns": 1, "input_len": 9}] * 2, 4, 4, False)
     assert hit_rate_at(reads, [0, 0], 1, None, 4) == Fraction(8, 18)
+
+
+def test_schema_is_printed_and_takes_no_trace(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(["routes", "--schema"], capsys)
+    assert code == 0
+    schema = json.loads(out)
+    assert schema == RoutesResult.model_json_schema()
+    assert {"replicas", "routers", "options", "notes"} <= set(schema["properties"])
+    code, _, err = run(["routes", str(tmp_path / "t.jsonl"), "--schema"], capsys)
+    assert code == 1 and err.startswith("litehit: error: TRACE: --schema takes no trace"), err
+    code, _, err = run(["routes", str(tmp_path / "t.jsonl")], capsys)
+    assert code == 1 and err.startswith("litehit: error: --replicas:"), err

@@ -253,6 +253,8 @@ def summary(
         p["hit_tokens"] += ht
         p["prefill_tokens"] += rd.input_len - ht
         windows.setdefault(rd.ts // window_ns, [0] * n)[j] += rd.input_len - ht
+    for p in per:
+        p["hit_rate"] = p["hit_tokens"] / p["input_tokens"] if p["input_tokens"] else 0.0
     hit_tokens = sum(p["hit_tokens"] for p in per)
     input_tokens = sum(p["input_tokens"] for p in per)
     return {
