@@ -34,7 +34,8 @@ _U64_MAX = 2**64 - 1
 class RouteSim(CHandle):
     """``replicas`` LRU caches of ``capacity_blocks`` blocks each (2^64 - 1: unbounded) behind
     ``router`` (one of ROUTERS); load = prefill tokens (input - hits x block_size) in the window
-    (t - window_ns, t]; ``threshold`` is cache_aware's balance threshold, an exact fraction."""
+    (t - window_ns, t]; ``threshold`` is cache_aware's balance threshold, an exact fraction;
+    ``ttl_ns`` (0: none): a block last accessed that long before a request is no hit."""
 
     def __init__(
         self,
@@ -45,6 +46,7 @@ class RouteSim(CHandle):
         block_size: int,
         window_ns: int,
         threshold: Fraction = Fraction(0),
+        ttl_ns: int = 0,
     ) -> None:
         if router not in ROUTERS:
             raise ValueError(f"unknown router {router!r}; expected one of {', '.join(ROUTERS)}")
@@ -59,6 +61,7 @@ class RouteSim(CHandle):
         params.window_ns = window_ns
         params.threshold_num = threshold.numerator
         params.threshold_den = threshold.denominator
+        params.ttl_ns = ttl_ns
         out = ffi.new("lh_route **")
         err = new_error_buffer()
         raise_for_status(lib.lh_route_create(out, params, err, lib.LH_ERR_LEN), err)

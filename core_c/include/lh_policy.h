@@ -126,9 +126,10 @@ int lh_sim_process_batch_misses(lh_sim *sim, const int64_t *keys, size_t n_keys,
                                 int32_t *outcome, int64_t *miss_key, int64_t *evicted_at, size_t *n_done, char *err,
                                 size_t errlen);
 
-/* The length of the longest prefix of keys[0 .. n) resident now (what a request of these keys
- * would hit), without changing anything. Cannot fail. */
-size_t lh_sim_resident_prefix(const lh_sim *sim, const int64_t *keys, size_t n);
+/* The length of the longest prefix of keys[0 .. n) resident (and alive at `now` under the
+ * simulator's TTL, lh_policy_ops.h) -- what a request of these keys at `now` would hit -- without
+ * changing anything. Cannot fail. */
+size_t lh_sim_resident_prefix(const lh_sim *sim, const int64_t *keys, size_t n, int64_t now);
 
 /* The evictions of the last process call (empty without LH_SIM_RECORD_EVICTIONS): victim
  * keys and, for each, the index (within that batch) of the request whose commit evicted it.

@@ -66,6 +66,12 @@ extern const lh_policy_ops lh_policy_lfu;
 extern const lh_policy_ops lh_policy_gdfs;
 extern const lh_policy_ops lh_policy_wa;
 
+/* Gives an LRU simulator a TTL (the routing simulator's, lh_route.c; before its first request):
+ * a resident block whose last access is ttl_ns or more before the request is not a hit (the
+ * prefix stops there); it keeps its place in the order and its slot, and the commit touches it
+ * like any resident block. 0: none (the default). Not for the other policies. */
+void lh_sim_set_ttl(lh_sim *sim, int64_t ttl_ns);
+
 /* Grows *p (an array of *cap elements of elem bytes) to hold at least `need`, doubling; 0, or -1
  * on allocation failure with *p and *cap unchanged. (lh_sim.c) */
 int lh_policy_grow(void **p, size_t *cap, size_t need, size_t elem);

@@ -18,8 +18,9 @@
  *                 the shape of SGLang's cache-aware router and llm-d's prefix scorer with a load
  *                 guard).
  *
- * TTL is not modelled (as in lh_policy.h). Same contract as the simulator: a bad request fails
- * at its own index, the requests before it applied, nothing of it.
+ * With a TTL (ttl_ns > 0) the resident prefix and the hits count alive blocks only, as the lane
+ * core's TTL does. Same contract as the simulator: a bad request fails at its own index, the
+ * requests before it applied, nothing of it.
  */
 #ifndef LH_ROUTE_H
 #define LH_ROUTE_H
@@ -41,6 +42,8 @@ typedef struct lh_route_params {
   int64_t window_ns;        /* > 0 */
   uint64_t threshold_num;   /* balance threshold num / den >= 0 (CACHE_AWARE) */
   uint64_t threshold_den;   /* 1 .. 2^40; num <= 1000 x den */
+  int64_t ttl_ns;           /* >= 0; 0: none. A block last accessed ttl_ns or more before a request
+                             * is no hit (it keeps its place and slot; the commit touches it) */
 } lh_route_params;
 
 /* Creates a routing simulator. LH_EINVAL for bad parameters (named in err), LH_ENOMEM. */

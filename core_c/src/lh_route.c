@@ -7,6 +7,7 @@
 #include "lh_batch.h"
 #include "lh_common.h"
 #include "lh_policy.h"
+#include "lh_policy_ops.h"
 
 #define THRESHOLD_DEN_MAX (1ULL << 40)
 #define THRESHOLD_MAX 1000ULL
@@ -42,6 +43,7 @@ int lh_route_create(lh_route **out, const lh_route_params *p, char *err, size_t 
   }
   if (p->block_size <= 0) return lh_fail(err, errlen, LH_EINVAL, "block_size must be > 0");
   if (p->window_ns <= 0) return lh_fail(err, errlen, LH_EINVAL, "window_ns must be > 0");
+  if (p->ttl_ns < 0) return lh_fail(err, errlen, LH_EINVAL, "ttl_ns must be >= 0");
   if (p->threshold_den < 1 || p->threshold_den > THRESHOLD_DEN_MAX ||
       p->threshold_num > THRESHOLD_MAX * p->threshold_den) {
     return lh_fail(err, errlen, LH_EINVAL, "the balance threshold must be num / den with 1 <= den <= 2^40, 0 .. %llu",
@@ -62,6 +64,7 @@ int lh_route_create(lh_route **out, const lh_route_params *p, char *err, size_t 
       lh_route_destroy(rt);
       return rc;
     }
+    lh_sim_set_ttl(rt->sims[j], p->ttl_ns);
   }
   *out = rt;
   return LH_OK;
@@ -113,11 +116,11 @@ static uint32_t least_loaded(const lh_route *rt) {
   return best;
 }
 
-static uint32_t cache_aware(const lh_route *rt, const int64_t *keys, size_t n) {
+static uint32_t cache_aware(const lh_route *rt, const int64_t *keys, size_t n, int64_t now) {
   uint32_t best = 0;
-  size_t best_prefix = lh_sim_resident_prefix(rt->sims[0], keys, n);
+  size_t best_prefix = lh_sim_resident_prefix(rt->sims[0], keys, n, now);
   for (uint32_t j = 1; j < rt->p.replicas; j++) {
-    size_t prefix = lh_sim_resident_prefix(rt->sims[j], keys, n);
+    size_t prefix = lh_sim_resident_prefix(rt->sims[j], keys, n, now);
     if (prefix > best_prefix || (prefix == best_prefix && rt->loads[j] < rt->loads[best])) {
       best = j;
       best_prefix = prefix;
@@ -148,7 +151,7 @@ int lh_route_process_batch(lh_route *rt, const int64_t *keys, size_t n_keys, con
     }
     const int64_t *mine = keys + offsets[r];
     size_t n = (size_t)(offsets[r + 1] - offsets[r]);
-    uint32_t j = rt->p.router == LH_ROUTE_LEAST_LOADED ? least_loaded(rt) : cache_aware(rt, mine, n);
+    uint32_t j = rt->p.router == LH_ROUTE_LEAST_LOADED ? least_loaded(rt) : cache_aware(rt, mine, n, now);
     int64_t h = 0;
     size_t done = 0;
     rc = lh_sim_process_batch(rt->sims[j], keys, n_keys, offsets + r, timestamps + r, &NO_CATEGORY, 1, &h, &done, err,

@@ -19,6 +19,7 @@ struct lh_sim {
   lh_slot *slots;
   size_t n_slots, cap_slots; /* slots in use (== resident) and allocated */
   uint64_t seq;
+  int64_t ttl_ns; /* 0: none (lh_sim_set_ttl) */
   int64_t last_ts;
   int started;
   /* per-request scratch: the slot of each prefix hit found by the lookup */
@@ -179,6 +180,13 @@ typedef struct miss_out {
   int64_t *evicted_at;
 } miss_out;
 
+/* Whether a resident slot is a hit at `now` (no TTL: always; timestamps never decrease). */
+static inline int alive(const lh_sim *s, uint32_t slot, int64_t now) {
+  return s->ttl_ns == 0 || (uint64_t)now - (uint64_t)s->slots[slot].ts < (uint64_t)s->ttl_ns;
+}
+
+void lh_sim_set_ttl(lh_sim *s, int64_t ttl_ns) { s->ttl_ns = ttl_ns > 0 ? ttl_ns : 0; }
+
 static int64_t run_request(lh_sim *s, const int64_t *keys, size_t n, int64_t now, int32_t cat, int64_t r,
                            const miss_out *out) {
   s->ops->begin_request(s->policy, keys, n, now, cat);
@@ -186,7 +194,7 @@ static int64_t run_request(lh_sim *s, const int64_t *keys, size_t n, int64_t now
   size_t hits = 0;
   while (hits < n) {
     uint32_t slot = lh_keymap_get(&s->map, keys[hits]);
-    if (slot == LH_NIL) break;
+    if (slot == LH_NIL || !alive(s, slot, now)) break;
     s->found[hits++] = slot;
   }
   if (out != NULL) classify_miss(s, keys, n, hits, &out->outcome[r], &out->key[r], &out->evicted_at[r]);
@@ -284,9 +292,13 @@ int lh_sim_process_batch_misses(lh_sim *s, const int64_t *keys, size_t n_keys, c
   return process(s, keys, n_keys, offsets, timestamps, categories, n_req, hits, &out, n_done, err, errlen);
 }
 
-size_t lh_sim_resident_prefix(const lh_sim *s, const int64_t *keys, size_t n) {
+size_t lh_sim_resident_prefix(const lh_sim *s, const int64_t *keys, size_t n, int64_t now) {
   size_t hits = 0;
-  while (hits < n && lh_keymap_get(&s->map, keys[hits]) != LH_NIL) hits++;
+  while (hits < n) {
+    uint32_t slot = lh_keymap_get(&s->map, keys[hits]);
+    if (slot == LH_NIL || !alive(s, slot, now)) break;
+    hits++;
+  }
   return hits;
 }
 

@@ -6,7 +6,7 @@
 #include "lh_test.h"
 
 static lh_route *make(int router, uint32_t replicas, uint64_t capacity, int64_t window, uint64_t num, uint64_t den) {
-  lh_route_params p = {router, replicas, capacity, 4, window, num, den};
+  lh_route_params p = {router, replicas, capacity, 4, window, num, den, 0};
   lh_route *rt = NULL;
   char err[LH_ERR_LEN];
   CHECK(lh_route_create(&rt, &p, err, sizeof err) == LH_OK);
@@ -60,18 +60,38 @@ static void test_threshold_and_window(void) {
   lh_route_destroy(rt);
 }
 
+/* TTL 5 ns: a block last touched at 0 is alive at 4 and expired at 9 (9 - 4 >= 5 after the
+ * touch at 4); the expired block keeps its slot, and the commit at 9 revives it. */
+static void test_ttl(void) {
+  lh_route_params p = {LH_ROUTE_CACHE_AWARE, 1, 10, 4, 100, 0, 1, 5};
+  lh_route *rt = NULL;
+  char err[LH_ERR_LEN];
+  CHECK(lh_route_create(&rt, &p, err, sizeof err) == LH_OK);
+  const int64_t keys[] = {9, 9, 9, 9};
+  const int64_t offsets[] = {0, 1, 2, 3, 4};
+  const int64_t ts[] = {0, 4, 9, 9};
+  const int64_t input[] = {4, 4, 4, 4};
+  int32_t replica[4];
+  int64_t hits[4];
+  size_t done = 0;
+  CHECK(lh_route_process_batch(rt, keys, 4, offsets, ts, input, 4, replica, hits, &done, err, sizeof err) == LH_OK);
+  CHECK(hits[0] == 0 && hits[1] == 1 && hits[2] == 0 && hits[3] == 1);
+  lh_route_destroy(rt);
+}
+
 static void test_errors(void) {
   char err[LH_ERR_LEN];
   lh_route *rt = NULL;
   lh_route_params bad[] = {
-      {0, 2, 10, 4, 1, 0, 1},                            /* router */
-      {LH_ROUTE_LEAST_LOADED, 0, 10, 4, 1, 0, 1},        /* replicas */
-      {LH_ROUTE_LEAST_LOADED, 1025, 10, 4, 1, 0, 1},     /* replicas */
-      {LH_ROUTE_LEAST_LOADED, 2, 10, 0, 1, 0, 1},        /* block size */
-      {LH_ROUTE_LEAST_LOADED, 2, 10, 4, 0, 0, 1},        /* window */
-      {LH_ROUTE_CACHE_AWARE, 2, 10, 4, 1, 1, 0},         /* den */
-      {LH_ROUTE_CACHE_AWARE, 2, 10, 4, 1, 1001, 1},      /* num > 1000 den */
-      {LH_ROUTE_CACHE_AWARE, 2, 10, 4, 1, 1, 1ULL << 41} /* den > 2^40 */
+      {0, 2, 10, 4, 1, 0, 1, 0},                             /* router */
+      {LH_ROUTE_LEAST_LOADED, 0, 10, 4, 1, 0, 1, 0},         /* replicas */
+      {LH_ROUTE_LEAST_LOADED, 1025, 10, 4, 1, 0, 1, 0},      /* replicas */
+      {LH_ROUTE_LEAST_LOADED, 2, 10, 0, 1, 0, 1, 0},         /* block size */
+      {LH_ROUTE_LEAST_LOADED, 2, 10, 4, 0, 0, 1, 0},         /* window */
+      {LH_ROUTE_CACHE_AWARE, 2, 10, 4, 1, 1, 0, 0},          /* den */
+      {LH_ROUTE_CACHE_AWARE, 2, 10, 4, 1, 1001, 1, 0},       /* num > 1000 den */
+      {LH_ROUTE_CACHE_AWARE, 2, 10, 4, 1, 1, 1ULL << 41, 0}, /* den > 2^40 */
+      {LH_ROUTE_LEAST_LOADED, 2, 10, 4, 1, 0, 1, -1}         /* ttl */
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     CHECK(lh_route_create(&rt, &bad[i], err, sizeof err) == LH_EINVAL && rt == NULL);
@@ -98,6 +118,7 @@ static void test_errors(void) {
 int main(void) {
   test_by_hand();
   test_threshold_and_window();
+  test_ttl();
   test_errors();
   return finish("routing simulator");
 }

@@ -46,7 +46,7 @@ def add_parser(sub: Any) -> None:
             "(routes_<router>_facts.csv, lanes r0..r{N-1}): litehit query, curve and tiers read them.\n"
             "least_loaded and cache_aware read the replicas' state (load = prefill tokens routed in the\n"
             "last --load-window-s seconds; cache_aware: the longest resident prefix, unless its load is\n"
-            "above (1 + --balance-threshold) x the mean): simulated at each --capacity (LRU, no TTL)."
+            "above (1 + --balance-threshold) x the mean): simulated at each --capacity (LRU replicas)."
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

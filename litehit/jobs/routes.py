@@ -20,7 +20,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from litehit.db.models import RouteRow
 from litehit.db.states import Stage
-from litehit.errors import ConfigError, ConfigIssue
 from litehit.jobs.base import Artifact, Merged, PartOutput, PartPlan, TraceCounts, TraceJobSpec, TraceKind
 from litehit.jobs.kinds import Kind
 from litehit.jobs.replay import LanePart, ReplayPartResult
@@ -100,6 +99,7 @@ class _Simulation:
             block_size=lane.block_size,
             window_ns=options.window_ns,
             threshold=options.threshold,
+            ttl_ns=lane.ttl_ns,
         )
         self.seen: list[tuple[Any, ...]] = []  # per chunk: input_lens, hit tokens, replica, timestamps
 
@@ -331,26 +331,6 @@ class RoutesKind(TraceKind[RoutesJobSpec]):
 
     def result_model(self) -> type[BaseModel]:
         return RoutesPartResult
-
-    def check(self, spec: ReplaySpec) -> None:
-        options: RoutesOptions | None = getattr(getattr(spec, "lane_router", None), "options", None)
-        if options is None or not options.simulated:
-            return
-        for inst in spec.instances:
-            ttl_ns = spec.group_of(inst).ttl_ns
-            if ttl_ns:
-                names = " and ".join(r.value for r in options.simulated)
-                verb = "simulates" if len(options.simulated) == 1 else "simulate"
-                raise ConfigError(
-                    [
-                        ConfigIssue(
-                            "routers",
-                            ",".join(r.value for r in options.routers),
-                            f"{names} {verb} LRU replicas without TTL, and lane {inst.instance_id} has a TTL of "
-                            f"{ttl_ns / 1e9:g} s: drop the TTL or route with the state-free routers only",
-                        )
-                    ]
-                )
 
     def parts(self, spec: RoutesJobSpec, plan: ReplayPlan) -> list[PartPlan]:
         from litehit.tiers.config import parse_capacity

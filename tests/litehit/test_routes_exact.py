@@ -452,7 +452,6 @@ def small_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
             ["--replicas", "2", "--routers", "cache_aware", "--capacity", "inf", "--load-window-s", "0"],
             "--load-window-s",
         ),
-        (["--replicas", "2", "--routers", "least_loaded", "--capacity", "inf", "--ttl-seconds", "5"], "--routers"),
         (["--replicas", "2", "--prefix-blocks", "0"], "--prefix-blocks"),
         (["--replicas", "2", "--block-sizes", "4,8"], "--block-sizes"),
     ],

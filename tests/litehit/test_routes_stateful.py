@@ -6,7 +6,8 @@ reference (``route_stateful`` in tests/support/routes_oracle.py, nothing shared 
   trace in several batches equals one batch; a decreasing timestamp fails at its index with the
   requests before it applied;
 - the command: routes.json's numbers for both routers equal the oracle's, one replica equals a
-  plain LRU, and the refused inputs name their flag.
+  plain LRU, a TTL config's numbers equal the oracle's with that TTL, and the refused inputs name
+  their flag.
 """
 
 from __future__ import annotations
@@ -127,11 +128,12 @@ def arrays(reads: list[Read]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.nd
     return keys, offsets, ts, lens
 
 
-def sim(router: str, n: int, capacity: int, window_ns: int, threshold: Fraction, block: int = 4) -> Any:
+def sim(router: str, n: int, capacity: int, window_ns: int, threshold: Fraction, block: int = 4,
+        ttl_ns: int = 0) -> Any:  # fmt: skip
     from core_c.route import RouteSim
 
     return RouteSim(router, replicas=n, capacity_blocks=capacity, block_size=block, window_ns=window_ns,
-                    threshold=threshold)  # fmt: skip
+                    threshold=threshold, ttl_ns=ttl_ns)  # fmt: skip
 
 
 def engine_run(s: Any, reads: list[Read]) -> tuple[list[int], list[int]]:
@@ -141,8 +143,9 @@ def engine_run(s: Any, reads: list[Read]) -> tuple[list[int], list[int]]:
 
 
 def oracle_run(reads: list[Read], router: str, n: int, capacity: int, window_ns: int, threshold: Fraction,
-               block: int = 4) -> tuple[list[int], list[int]]:  # fmt: skip
-    return route_stateful(reads, router, n, None if capacity == U64_MAX else capacity, block, window_ns, threshold)
+               block: int = 4, ttl_ns: int = 0) -> tuple[list[int], list[int]]:  # fmt: skip
+    cap = None if capacity == U64_MAX else capacity
+    return route_stateful(reads, router, n, cap, block, window_ns, threshold, ttl_ns)
 
 
 def first_difference(reads: list[Read], want: tuple[list[int], list[int]], got: tuple[list[int], list[int]]) -> str:
@@ -173,6 +176,21 @@ def test_engine_equals_the_oracle(router: str, n: int, capacity: int) -> None:
             with sim(router, n, capacity, window, threshold) as s:
                 got = engine_run(s, reads)
             assert got == want, (seed, window, threshold, first_difference(reads, want, got))
+
+
+@pytest.mark.parametrize("ttl_ns", [1, 7, NS // 2, 3 * NS])
+@pytest.mark.parametrize("n", (1, 3, 8))
+@pytest.mark.parametrize("router", STATEFUL)
+def test_engine_with_a_ttl_equals_the_oracle(router: str, n: int, ttl_ns: int) -> None:
+    """A TTL: expired blocks stay in the LRU order and their slots but hit nothing (the resident
+    prefix of cache_aware counts alive blocks only)."""
+    for c, capacity in enumerate((3, 20, U64_MAX)):
+        seed = 50_000 + (STATEFUL.index(router) * 10 + n) * 100 + c * 10 + [1, 7, NS // 2, 3 * NS].index(ttl_ns)
+        reads = engine_trace(seed, requests=150)
+        want = oracle_run(reads, router, n, capacity, 3 * NS, Fraction(1, 10), ttl_ns=ttl_ns)
+        with sim(router, n, capacity, 3 * NS, Fraction(1, 10), ttl_ns=ttl_ns) as s:
+            got = engine_run(s, reads)
+        assert got == want, (seed, capacity, first_difference(reads, want, got))
 
 
 @pytest.mark.parametrize("seed", range(12))
@@ -297,6 +315,7 @@ CLI_CASES = [
     Case("n4-plain", seed=11, replicas=4, requests=150),
     Case("n4-hash", seed=12, replicas=4, prefix_hash=True, requests=150),
     Case("n4-reblock", seed=13, replicas=4, lane_block=8, requests=150),
+    Case("n3-ttl", seed=16, replicas=3, ttl=2, prefix_hash=True, requests=150),
 ]
 
 
@@ -339,7 +358,7 @@ def check_document(
         assert [c["capacity"] for c in entry["capacities"]] == list(capacities)
         for got in entry["capacities"]:
             cap = None if got["capacity"] == "inf" else int(got["capacity"].removesuffix("blocks"))
-            replicas, hits = route_stateful(reads, router, n, cap, block, window_ns, threshold)
+            replicas, hits = route_stateful(reads, router, n, cap, block, window_ns, threshold, case.ttl * NS)
             want = summary(reads, replicas, n, hits, block, window_ns)
             label = (router, got["capacity"])
             assert (got["hit_tokens"], got["input_tokens"]) == (want["hit_tokens"], want["input_tokens"]), label
@@ -397,10 +416,10 @@ def small_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
         (["--routers", "cache_aware"], ("--capacity",)),
         (["--routers", "least_loaded,round_robin"], ("--capacity",)),
         (["--routers", "cache_aware", "--capacity", "10blocks", "--balance-threshold", "-1"], ("--balance-threshold",)),
-        (["--routers", "least_loaded", "--capacity", "10blocks", "--ttl-seconds", "5"], ("--ttl-seconds", "--routers")),
-        (["--routers", "cache_aware", "--capacity", "10blocks", "--ttl-seconds", "5"], ("--ttl-seconds", "--routers")),
+        (["--routers", "least_loaded", "--capacity", "3parsecs"], ("--capacity",)),
+        (["--routers", "cache_aware", "--capacity", "10blocks", "--load-window-s", "-2"], ("--load-window-s",)),
     ],
-    ids=["cache_aware-no-capacity", "least_loaded-no-capacity", "negative-threshold", "ttl-least", "ttl-cache"],
+    ids=["cache_aware-no-capacity", "least_loaded-no-capacity", "negative-threshold", "bad-capacity", "bad-window"],
 )
 def test_bad_input(
     small_trace: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], flags: tuple[str, ...]

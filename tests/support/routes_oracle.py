@@ -186,17 +186,19 @@ def route_stateful(
     block_size: int,
     window_ns: int,
     threshold: Fraction,
+    ttl_ns: int = 0,
 ) -> tuple[list[int], list[int]]:
     """Per read (input order), the replica the router chooses and the request's hit blocks there.
 
-    Every replica is its own LRU of ``capacity`` blocks (None: unbounded; no TTL). The load of
+    Every replica is its own LRU of ``capacity`` blocks (None: unbounded; ``ttl_ns`` as NaiveLru's:
+    an expired block stays in the LRU order but is not a hit). The load of
     replica r when a request at time t arrives is the sum of the prefill tokens (input_len -
     hits x block_size) of the earlier requests routed to r at a time ts with t - window_ns < ts <= t.
     """
     if router not in ("least_loaded", "cache_aware"):
         raise ValueError(router)
     threshold = Fraction(threshold)
-    caches = [NaiveLru(capacity) for _ in range(n)]
+    caches = [NaiveLru(capacity, ttl_ns) for _ in range(n)]
     replicas: list[int] = []
     hits: list[int] = []
     for i, rd in enumerate(reads):
@@ -209,7 +211,7 @@ def route_stateful(
         if router == "least_loaded":
             chosen = _least_loaded(loads)
         else:
-            prefix = [caches[r].resident_prefix(rd.keys) for r in range(n)]
+            prefix = [caches[r].resident_prefix(rd.keys, t) for r in range(n)]
             candidate = 0
             for r in range(1, n):
                 if (prefix[r], -loads[r]) > (prefix[candidate], -loads[candidate]):
