@@ -38,6 +38,7 @@ PUBLIC_HEADERS = (
     "lh_prefix_hash.h",
     "lh_normalize.h",
     "lh_lane.h",
+    "lh_hybrid.h",
     "lh_project.h",
     "lh_policy.h",
     "lh_route.h",

@@ -27,4 +27,17 @@ uint64_t lh_project_bytes(const int64_t *segs, size_t n_segs, uint64_t capacity_
 void lh_project_batch(const int64_t *segs, const int64_t *seg_offsets, size_t n_req, const uint64_t *capacity_blocks,
                       const uint8_t *infinite, size_t n_caps, uint64_t *hits);
 
+/* Byte-step facts (hybrid lanes, lh_hybrid.h): n_points (min_total_capacity_bytes, hit_blocks)
+ * uint64 pairs stored flat, strictly increasing in both. Hit blocks at capacity_bytes: the
+ * hit_blocks of the last point with threshold <= capacity_bytes, 0 if none. */
+uint64_t lh_project_steps(const uint64_t *points, size_t n_points, uint64_t capacity_bytes);
+
+/* Hit blocks at infinite capacity: the last point's hit_blocks (0 without points). */
+uint64_t lh_project_steps_infinite(const uint64_t *points, size_t n_points);
+
+/* Many byte-step facts at many byte capacities, as lh_project_batch: fact r is pairs
+ * point_offsets[r] .. point_offsets[r+1] of points; writes hits[r * n_caps + s]. Cannot fail. */
+void lh_project_steps_batch(const uint64_t *points, const int64_t *point_offsets, size_t n_req,
+                            const uint64_t *capacity_bytes, const uint8_t *infinite, size_t n_caps, uint64_t *hits);
+
 #endif

@@ -8,6 +8,7 @@
 #include "lh_common.h"
 #include "lh_evidence.h"
 #include "lh_facts.h"
+#include "lh_hybrid.h"
 #include "lh_lane.h"
 #include "lh_normalize.h"
 #include "lh_policy.h"

@@ -35,3 +35,25 @@ uint64_t lh_project_bytes(const int64_t *segs, size_t n_segs, uint64_t capacity_
   if (block_bytes == 0) return 0;
   return lh_project_blocks(segs, n_segs, capacity_bytes / block_bytes);
 }
+
+uint64_t lh_project_steps(const uint64_t *points, size_t n_points, uint64_t capacity_bytes) {
+  uint64_t hits = 0;
+  for (size_t k = 0; k < n_points && points[2 * k] <= capacity_bytes; k++) hits = points[2 * k + 1];
+  return hits;
+}
+
+uint64_t lh_project_steps_infinite(const uint64_t *points, size_t n_points) {
+  return n_points == 0 ? 0 : points[2 * n_points - 1];
+}
+
+void lh_project_steps_batch(const uint64_t *points, const int64_t *point_offsets, size_t n_req,
+                            const uint64_t *capacity_bytes, const uint8_t *infinite, size_t n_caps, uint64_t *hits) {
+  for (size_t r = 0; r < n_req; r++) {
+    const uint64_t *fact = points + 2 * point_offsets[r];
+    size_t n = (size_t)(point_offsets[r + 1] - point_offsets[r]);
+    for (size_t s = 0; s < n_caps; s++) {
+      hits[r * n_caps + s] = infinite != NULL && infinite[s] ? lh_project_steps_infinite(fact, n)
+                                                             : lh_project_steps(fact, n, capacity_bytes[s]);
+    }
+  }
+}

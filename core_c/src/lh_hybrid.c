@@ -1,0 +1,540 @@
+/* lh_hybrid.c - the hybrid lane core (see lh_hybrid.h): Full blocks and Linear states in one
+ * byte-weighted recency pool.
+ *
+ * Positions are 1-based and grow with every touch; a higher position is more recent. Every object
+ * owns one marker, the bit of its latest position in its type's bitset; the bytes more recent
+ * than position p are full_charge x (Full markers above p) + linear_charge x (Linear markers
+ * above p), counted with a rank structure per type (bitset + Fenwick tree over 512-position
+ * superblocks). Each type has its own key -> position map (lh_keymap.h). Stale positions (bits
+ * cleared by a later touch) and dead ones (below the TTL watermark) are compacted away when the
+ * positions exceed twice the alive objects plus a slack of 4096: the alive markers are renumbered
+ * 1 .. A in order, the dead entries dropped from the maps; no result changes.
+ *
+ * TTL: epochs (first position, time) as requests commit; the times never decrease along the
+ * positions, so everything below the watermark is dead and everything at or above it alive.
+ */
+#include "lh_hybrid.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "lh_batch.h"
+#include "lh_common.h"
+#include "lh_keymap.h"
+
+#define SB_SHIFT 9 /* 512 positions per superblock */
+#define SB_WORDS 8 /* 64-bit words per superblock */
+#define SLACK 4096u
+#define MIN_SB 16u
+#define POS_LIMIT 0xFFFFFFFEull  /* largest position (LH_NIL excluded) */
+#define MAX_OBJECTS (1ull << 31) /* objects of both types tracked at once */
+#define MAP_LOAD_PERCENT 80
+
+enum { FULL = 0, LINEAR = 1 };
+
+__extension__ typedef unsigned __int128 u128;
+
+typedef struct rankset {
+  uint64_t *bits; /* SB_WORDS x nsb words */
+  int32_t *fen;   /* Fenwick tree over superblocks, 1-based, nsb entries */
+  uint64_t count; /* set bits */
+} rankset;
+
+struct lh_hybrid {
+  lh_hybrid_config cfg;
+  uint64_t charge[2];
+  int linear; /* linear mode: states are written and restore points need them */
+  uint64_t step;
+  lh_keymap map[2];
+  rankset rs[2];
+  uint64_t nsb; /* superblocks allocated, for both types */
+  uint64_t top; /* highest position used */
+  /* TTL epochs: a ring of (first position, time) */
+  uint64_t *ep_start;
+  int64_t *ep_ts;
+  size_t ep_head, ep_len, ep_cap;
+  uint64_t watermark; /* positions below are dead; 0: none */
+  uint64_t expired;
+  /* per-request scratch: the running maximum of the Full coverage */
+  uint64_t *pref;
+  size_t pref_cap;
+  uint64_t n_requests, n_accesses, n_compactions;
+};
+
+/* ---- arithmetic --------------------------------------------------------------------------- */
+
+static inline uint64_t sat64(u128 x) { return x > UINT64_MAX ? UINT64_MAX : (uint64_t)x; }
+
+static inline uint64_t max64(uint64_t a, uint64_t b) { return a > b ? a : b; }
+
+static inline unsigned popcount64(uint64_t x) {
+#if defined(__GNUC__)
+  return (unsigned)__builtin_popcountll(x);
+#else
+  unsigned n = 0;
+  for (; x; x &= x - 1) n++;
+  return n;
+#endif
+}
+
+/* ---- rank structure ----------------------------------------------------------------------- */
+
+static void fen_add(int32_t *fen, uint64_t nsb, uint64_t sb, int32_t delta) {
+  for (uint64_t i = sb + 1; i <= nsb; i += i & (~i + 1)) fen[i - 1] += delta;
+}
+
+static uint64_t fen_prefix(const int32_t *fen, uint64_t k) { /* superblocks 0 .. k-1 */
+  int64_t s = 0;
+  for (uint64_t i = k; i > 0; i -= i & (~i + 1)) s += fen[i - 1];
+  return (uint64_t)s;
+}
+
+/* Markers of type t at positions 1 .. p (p clamped to the positions in use). */
+static uint64_t rank_of(const lh_hybrid *h, int t, uint64_t p) {
+  if (p > h->top) p = h->top;
+  if (p == 0) return 0;
+  const rankset *r = &h->rs[t];
+  uint64_t sb = p >> SB_SHIFT, w = p >> 6, s = fen_prefix(r->fen, sb);
+  for (uint64_t i = sb * SB_WORDS; i < w; i++) s += popcount64(r->bits[i]);
+  unsigned b = (unsigned)(p & 63);
+  uint64_t mask = b == 63 ? UINT64_MAX : ((2ull << b) - 1);
+  return s + popcount64(r->bits[w] & mask);
+}
+
+static void set_bit(lh_hybrid *h, int t, uint64_t p) {
+  rankset *r = &h->rs[t];
+  r->bits[p >> 6] |= 1ull << (p & 63);
+  fen_add(r->fen, h->nsb, p >> SB_SHIFT, 1);
+  r->count++;
+}
+
+static void clear_bit(lh_hybrid *h, int t, uint64_t p) {
+  rankset *r = &h->rs[t];
+  r->bits[p >> 6] &= ~(1ull << (p & 63));
+  fen_add(r->fen, h->nsb, p >> SB_SHIFT, -1);
+  r->count--;
+}
+
+static void fen_build(int32_t *fen, const uint64_t *bits, uint64_t nsb) {
+  for (uint64_t sb = 0; sb < nsb; sb++) {
+    int32_t c = 0;
+    for (uint64_t w = 0; w < SB_WORDS; w++) c += (int32_t)popcount64(bits[sb * SB_WORDS + w]);
+    fen[sb] = c;
+  }
+  for (uint64_t i = 1; i <= nsb; i++) {
+    uint64_t j = i + (i & (~i + 1));
+    if (j <= nsb) fen[j - 1] += fen[i - 1];
+  }
+}
+
+/* Room for positions up to `need` in both ranksets; 0, or -1 out of memory (nothing changed
+ * that matters: grown arrays keep their contents and the old size stays in force). */
+static int reserve_positions(lh_hybrid *h, uint64_t need) {
+  if (need < (h->nsb << SB_SHIFT)) return 0;
+  uint64_t nsb = h->nsb ? h->nsb : MIN_SB;
+  while (need >= (nsb << SB_SHIFT)) nsb *= 2;
+  for (int t = 0; t < 2; t++) {
+    uint64_t *bits = realloc(h->rs[t].bits, nsb * SB_WORDS * sizeof(uint64_t));
+    if (bits == NULL) return -1;
+    h->rs[t].bits = bits;
+    int32_t *fen = realloc(h->rs[t].fen, nsb * sizeof(int32_t));
+    if (fen == NULL) return -1;
+    h->rs[t].fen = fen;
+  }
+  for (int t = 0; t < 2; t++) {
+    memset(h->rs[t].bits + h->nsb * SB_WORDS, 0, (nsb - h->nsb) * SB_WORDS * sizeof(uint64_t));
+    fen_build(h->rs[t].fen, h->rs[t].bits, nsb);
+  }
+  h->nsb = nsb;
+  return 0;
+}
+
+/* ---- the pool ----------------------------------------------------------------------------- */
+
+static inline uint64_t alive_from(const lh_hybrid *h) { return h->watermark > 1 ? h->watermark : 1; }
+
+/* Bytes of the markers at positions above p. */
+static uint64_t bytes_above(const lh_hybrid *h, uint64_t p) {
+  u128 full = (u128)(h->rs[FULL].count - rank_of(h, FULL, p)) * h->charge[FULL];
+  u128 linear = (u128)(h->rs[LINEAR].count - rank_of(h, LINEAR, p)) * h->charge[LINEAR];
+  return sat64(full + linear);
+}
+
+/* RequiredBytes of key as type t: 0 when absent or dead (a real answer is >= its charge >= 1). */
+static uint64_t required(const lh_hybrid *h, int t, int64_t key) {
+  uint32_t p = lh_keymap_get(&h->map[t], key);
+  if (p == LH_NIL || p < alive_from(h)) return 0;
+  return sat64((u128)h->charge[t] + bytes_above(h, p));
+}
+
+static void touch(lh_hybrid *h, int t, int64_t key) {
+  lh_keymap *m = &h->map[t];
+  size_t i = lh_keymap_find(m, key);
+  uint32_t old = lh_keymap_val(m, i);
+  uint64_t p = ++h->top;
+  if (old != LH_NIL) {
+    clear_bit(h, t, old);
+    lh_keymap_set_val(m, i, (uint32_t)p);
+  } else {
+    lh_keymap_put_at(m, i, key, (uint32_t)p);
+  }
+  set_bit(h, t, p);
+}
+
+static uint64_t alive_count(const lh_hybrid *h, int t) { return h->rs[t].count - rank_of(h, t, alive_from(h) - 1); }
+
+/* ---- TTL ------------------------------------------------------------------------------------ */
+
+static inline uint64_t age_ns(int64_t now, int64_t ts) { return ts >= now ? 0 : (uint64_t)now - (uint64_t)ts; }
+
+static uint64_t full_before(const lh_hybrid *h, uint64_t b) { return b <= 1 ? 0 : rank_of(h, FULL, b - 1); }
+
+void lh_hybrid_advance_time(lh_hybrid *h, int64_t now) {
+  if (h->cfg.ttl_ns == 0) return;
+  uint64_t old = h->watermark;
+  int moved = 0;
+  while (h->ep_len > 0 && age_ns(now, h->ep_ts[h->ep_head]) >= (uint64_t)h->cfg.ttl_ns) {
+    h->ep_head = (h->ep_head + 1) % h->ep_cap;
+    h->ep_len--;
+    h->watermark = h->ep_len > 0 ? h->ep_start[h->ep_head] : h->top + 1;
+    moved = 1;
+  }
+  if (moved && h->watermark > old) h->expired += full_before(h, h->watermark) - full_before(h, old);
+}
+
+static int reserve_epoch(lh_hybrid *h) {
+  if (h->ep_len < h->ep_cap) return 0;
+  size_t cap = h->ep_cap ? h->ep_cap * 2 : 16;
+  uint64_t *start = malloc(cap * sizeof *start);
+  int64_t *ts = malloc(cap * sizeof *ts);
+  if (start == NULL || ts == NULL) {
+    free(start);
+    free(ts);
+    return -1;
+  }
+  for (size_t i = 0; i < h->ep_len; i++) {
+    start[i] = h->ep_start[(h->ep_head + i) % h->ep_cap];
+    ts[i] = h->ep_ts[(h->ep_head + i) % h->ep_cap];
+  }
+  free(h->ep_start);
+  free(h->ep_ts);
+  h->ep_start = start;
+  h->ep_ts = ts;
+  h->ep_cap = cap;
+  h->ep_head = 0;
+  return 0;
+}
+
+static void begin_commit(lh_hybrid *h, int64_t now, uint64_t next) {
+  if (h->cfg.ttl_ns == 0) return;
+  size_t back = (h->ep_head + h->ep_len + h->ep_cap - 1) % (h->ep_cap ? h->ep_cap : 1);
+  int64_t ts = h->ep_len == 0 ? now : (now > h->ep_ts[back] ? now : h->ep_ts[back]);
+  if (h->ep_len > 0 && h->ep_ts[back] == ts) return; /* the new positions join the last epoch */
+  size_t at = (h->ep_head + h->ep_len) % h->ep_cap;
+  h->ep_start[at] = next;
+  h->ep_ts[at] = ts;
+  h->ep_len++;
+}
+
+/* ---- compaction ----------------------------------------------------------------------------- */
+
+static void reverse_u64(uint64_t *a, size_t lo, size_t hi) { /* [lo, hi) */
+  for (; lo + 1 < hi; lo++, hi--) {
+    uint64_t t = a[lo];
+    a[lo] = a[hi - 1];
+    a[hi - 1] = t;
+  }
+}
+
+/* Rotates the epoch ring so that its oldest epoch is at index 0 (in place). */
+static void ring_to_front(lh_hybrid *h) {
+  if (h->ep_head == 0) return;
+  uint64_t *ts = (uint64_t *)(void *)h->ep_ts; /* same width: the rotation only moves bits */
+  for (int k = 0; k < 2; k++) {
+    uint64_t *a = k == 0 ? h->ep_start : ts;
+    reverse_u64(a, 0, h->ep_head);
+    reverse_u64(a, h->ep_head, h->ep_cap);
+    reverse_u64(a, 0, h->ep_cap);
+  }
+  h->ep_head = 0;
+}
+
+/* Markers of both types at positions 1 .. p. */
+static uint64_t rank_all(const lh_hybrid *h, uint64_t p) { return rank_of(h, FULL, p) + rank_of(h, LINEAR, p); }
+
+/* Renumbers the alive markers 1 .. A in order and drops the dead entries. Skipped (nothing
+ * changes) when memory for the new maps or bitsets is short: compaction never changes results. */
+static void compact(lh_hybrid *h) {
+  uint64_t af = alive_from(h), base = rank_all(h, af - 1);
+  lh_keymap maps[2] = {{NULL, 0, 0, MAP_LOAD_PERCENT}, {NULL, 0, 0, MAP_LOAD_PERCENT}};
+  uint64_t *bits[2] = {NULL, NULL};
+  int32_t *fen[2] = {NULL, NULL};
+  int ok = 1;
+  for (int t = 0; t < 2 && ok; t++) {
+    bits[t] = calloc(h->nsb * SB_WORDS, sizeof(uint64_t));
+    fen[t] = malloc(h->nsb * sizeof(int32_t));
+    ok = bits[t] != NULL && fen[t] != NULL && lh_keymap_reserve(&maps[t], (size_t)alive_count(h, t)) == 0;
+  }
+  if (!ok) {
+    for (int t = 0; t < 2; t++) {
+      lh_keymap_free(&maps[t]);
+      free(bits[t]);
+      free(fen[t]);
+    }
+    return;
+  }
+  for (int t = 0; t < 2; t++) {
+    const lh_keymap *m = &h->map[t];
+    for (size_t i = 0; i < lh_keymap_capacity(m); i++) {
+      uint32_t p = lh_keymap_val(m, i);
+      if (p == LH_NIL || p < af) continue;
+      uint64_t q = rank_all(h, p) - base;
+      lh_keymap_put(&maps[t], lh_keymap_key(m, i), (uint32_t)q);
+      bits[t][q >> 6] |= 1ull << (q & 63);
+    }
+  }
+  /* epochs: each start becomes 1 + the alive markers below it; epochs left empty merge into the
+   * next one (the later time) */
+  ring_to_front(h);
+  size_t out = 0;
+  for (size_t k = 0; k < h->ep_len; k++) {
+    uint64_t start = h->ep_start[k] <= af ? 1 : 1 + rank_all(h, h->ep_start[k] - 1) - base;
+    if (out > 0 && h->ep_start[out - 1] == start) {
+      h->ep_ts[out - 1] = h->ep_ts[k];
+    } else {
+      h->ep_start[out] = start;
+      h->ep_ts[out] = h->ep_ts[k];
+      out++;
+    }
+  }
+  h->ep_len = out;
+  h->ep_head = 0;
+  uint64_t alive = rank_all(h, h->top) - base;
+  for (int t = 0; t < 2; t++) {
+    lh_keymap_free(&h->map[t]);
+    h->map[t] = maps[t];
+    free(h->rs[t].bits);
+    free(h->rs[t].fen);
+    h->rs[t].bits = bits[t];
+    h->rs[t].fen = fen[t];
+    fen_build(fen[t], bits[t], h->nsb);
+    h->rs[t].count = h->map[t].count;
+  }
+  h->top = alive;
+  if (h->watermark > 0) h->watermark = 1;
+  h->n_compactions++;
+}
+
+static void maybe_compact(lh_hybrid *h) {
+  if (h->top <= SLACK) return;
+  uint64_t alive = alive_count(h, FULL) + alive_count(h, LINEAR);
+  if (alive >= (h->top - SLACK + 1) / 2) return;
+  compact(h);
+}
+
+/* ---- requests ------------------------------------------------------------------------------- */
+
+int lh_hybrid_create(lh_hybrid **out, const lh_hybrid_config *config, char *err, size_t errlen) {
+  *out = NULL;
+  if (config->full_charge == 0) return lh_fail(err, errlen, LH_EINVAL, "LiteHit full_charge_bytes must be positive");
+  if (config->ttl_ns < 0) return lh_fail(err, errlen, LH_EINVAL, "ttl_ns must be >= 0");
+  lh_hybrid *h = calloc(1, sizeof *h);
+  if (h == NULL) return lh_fail(err, errlen, LH_ENOMEM, "out of memory creating a hybrid lane");
+  h->cfg = *config;
+  h->charge[FULL] = config->full_charge;
+  h->charge[LINEAR] = config->linear_charge;
+  h->linear = config->linear_charge > 0;
+  h->step = config->step_blocks == 0 ? 1 : config->step_blocks;
+  h->map[FULL].max_load_percent = h->map[LINEAR].max_load_percent = MAP_LOAD_PERCENT;
+  if (reserve_positions(h, 1) != 0) {
+    lh_hybrid_destroy(h);
+    return lh_fail(err, errlen, LH_ENOMEM, "out of memory creating a hybrid lane");
+  }
+  *out = h;
+  return LH_OK;
+}
+
+void lh_hybrid_destroy(lh_hybrid *h) {
+  if (h == NULL) return;
+  for (int t = 0; t < 2; t++) {
+    lh_keymap_free(&h->map[t]);
+    free(h->rs[t].bits);
+    free(h->rs[t].fen);
+  }
+  free(h->ep_start);
+  free(h->ep_ts);
+  free(h->pref);
+  free(h);
+}
+
+void lh_hybrid_reset(lh_hybrid *h) {
+  for (int t = 0; t < 2; t++) {
+    lh_keymap_clear(&h->map[t]);
+    memset(h->rs[t].bits, 0, h->nsb * SB_WORDS * sizeof(uint64_t));
+    memset(h->rs[t].fen, 0, h->nsb * sizeof(int32_t));
+    h->rs[t].count = 0;
+  }
+  h->top = 0;
+  h->ep_head = h->ep_len = 0;
+  h->watermark = 0;
+  h->expired = 0;
+  h->n_requests = h->n_accesses = h->n_compactions = 0;
+}
+
+/* Everything request of n keys may need, allocated before it changes anything. */
+static int reserve_request(lh_hybrid *h, size_t n, char *err, size_t errlen) {
+  if ((uint64_t)h->map[FULL].count + h->map[LINEAR].count + 2 * (uint64_t)n > MAX_OBJECTS) {
+    return lh_fail(err, errlen, LH_ERANGE, "a hybrid lane tracks at most %llu objects",
+                   (unsigned long long)MAX_OBJECTS);
+  }
+  if (h->top + 2 * (uint64_t)n > POS_LIMIT) compact(h); /* changes no result */
+  if (h->top + 2 * (uint64_t)n > POS_LIMIT) {
+    return lh_fail(err, errlen, LH_ERANGE, "a request of %zu blocks does not fit the lane's positions", n);
+  }
+  if (reserve_positions(h, h->top + 2 * (uint64_t)n + 1) != 0 || lh_keymap_reserve(&h->map[FULL], n) != 0 ||
+      (h->linear && lh_keymap_reserve(&h->map[LINEAR], n) != 0) || (h->cfg.ttl_ns > 0 && reserve_epoch(h) != 0)) {
+    return lh_fail(err, errlen, LH_ENOMEM, "out of memory in a hybrid lane");
+  }
+  if (n > h->pref_cap) {
+    uint64_t *pref = realloc(h->pref, n * sizeof *pref);
+    if (pref == NULL) return lh_fail(err, errlen, LH_ENOMEM, "out of memory in a hybrid lane");
+    h->pref = pref;
+    h->pref_cap = n;
+  }
+  return LH_OK;
+}
+
+/* Phase 1 on the snapshot: writes the request's points, returns their number. */
+static size_t evaluate(lh_hybrid *h, const int64_t *keys, size_t n, uint64_t *pts) {
+  size_t covered = 0;
+  uint64_t run = 0;
+  while (covered < n) {
+    uint64_t r = required(h, FULL, keys[covered]);
+    if (r == 0) break;
+    run = max64(run, r);
+    h->pref[covered++] = run;
+  }
+  size_t m = 0;
+  uint64_t last = 0;
+  for (size_t p = 0; p < covered; p++) {
+    uint64_t threshold;
+    if (!h->linear) {
+      threshold = max64(h->pref[p], sat64((u128)last + h->charge[FULL]));
+      last = threshold;
+    } else {
+      uint64_t r = required(h, LINEAR, keys[p]);
+      if (r == 0) continue;
+      threshold = max64(h->pref[p], r);
+      while (m > 0 && pts[2 * (m - 1)] >= threshold) m--;
+    }
+    pts[2 * m] = threshold;
+    pts[2 * m + 1] = (uint64_t)p + 1;
+    m++;
+  }
+  return m;
+}
+
+static void commit(lh_hybrid *h, const int64_t *keys, size_t n) {
+  for (size_t i = n; i-- > 0;) {
+    if (h->linear && ((i + 1) % h->step == 0 || i == n - 1)) touch(h, LINEAR, keys[i]);
+    touch(h, FULL, keys[i]);
+  }
+}
+
+int lh_hybrid_process_batch(lh_hybrid *h, const int64_t *keys, size_t n_keys, const int64_t *offsets,
+                            const int64_t *timestamps, size_t n_req, uint64_t *points, int64_t *point_offsets,
+                            size_t *n_done, char *err, size_t errlen) {
+  *n_done = 0;
+  if (h->cfg.ttl_ns > 0 && timestamps == NULL && n_req > 0) {
+    return lh_fail(err, errlen, LH_EINVAL, "a hybrid lane with a TTL needs timestamps");
+  }
+  const lh_batch batch = {n_req, offsets, n_keys, NULL, NULL, 0};
+  size_t written = 0;
+  point_offsets[0] = 0;
+  for (size_t r = 0; r < n_req; r++) {
+    int rc = lh_batch_check_request(&batch, r, NULL, err, errlen);
+    if (rc == LH_OK) rc = reserve_request(h, (size_t)(offsets[r + 1] - offsets[r]), err, errlen);
+    if (rc != LH_OK) {
+      *n_done = r;
+      return rc;
+    }
+    const int64_t *mine = keys + offsets[r];
+    size_t n = (size_t)(offsets[r + 1] - offsets[r]);
+    int64_t now = h->cfg.ttl_ns > 0 ? timestamps[r] : 0;
+    lh_hybrid_advance_time(h, now);
+    written += evaluate(h, mine, n, points + 2 * written);
+    point_offsets[r + 1] = (int64_t)written;
+    if (n > 0) {
+      begin_commit(h, now, h->top + 1);
+      commit(h, mine, n);
+      maybe_compact(h);
+    }
+    h->n_requests++;
+    h->n_accesses += n;
+  }
+  *n_done = n_req;
+  return LH_OK;
+}
+
+uint64_t lh_hybrid_full_within_bytes(const lh_hybrid *h, uint64_t budget) {
+  uint64_t af = alive_from(h);
+  if (h->top == 0 || budget == 0 || af > h->top) return 0;
+  uint64_t lo = af, hi = h->top + 1; /* the smallest p whose suffix of markers fits the budget */
+  while (lo < hi) {
+    uint64_t mid = lo + (hi - lo) / 2;
+    if (bytes_above(h, mid - 1) <= budget) {
+      hi = mid;
+    } else {
+      lo = mid + 1;
+    }
+  }
+  return h->rs[FULL].count - rank_of(h, FULL, lo - 1);
+}
+
+void lh_hybrid_get_stats(const lh_hybrid *h, lh_hybrid_stats *s) {
+  memset(s, 0, sizeof *s);
+  s->unique_blocks = alive_count(h, FULL);
+  s->resident_linear = alive_count(h, LINEAR);
+  s->resident_bytes = sat64((u128)s->unique_blocks * h->charge[FULL] + (u128)s->resident_linear * h->charge[LINEAR]);
+  s->expired_blocks = h->expired;
+  s->positions = h->top;
+  s->epochs = h->ep_len;
+  s->compactions = h->n_compactions;
+  s->requests = h->n_requests;
+  s->accesses = h->n_accesses;
+  s->memory_bytes = sizeof *h + lh_keymap_memory(&h->map[FULL]) + lh_keymap_memory(&h->map[LINEAR]) +
+                    2 * h->nsb * (SB_WORDS * sizeof(uint64_t) + sizeof(int32_t)) +
+                    h->ep_cap * (sizeof(uint64_t) + sizeof(int64_t)) + h->pref_cap * sizeof(uint64_t);
+}
+
+int lh_hybrid_check(const lh_hybrid *h, char *err, size_t errlen) {
+  for (int t = 0; t < 2; t++) {
+    const lh_keymap *m = &h->map[t];
+    if (m->count != h->rs[t].count) {
+      return lh_fail(err, errlen, LH_EINVAL, "type %d: %zu map entries but %llu markers", t, m->count,
+                     (unsigned long long)h->rs[t].count);
+    }
+    if (rank_of(h, t, h->top) != h->rs[t].count) {
+      return lh_fail(err, errlen, LH_EINVAL, "type %d: the rank structure counts %llu markers, not %llu", t,
+                     (unsigned long long)rank_of(h, t, h->top), (unsigned long long)h->rs[t].count);
+    }
+    for (size_t i = 0; i < lh_keymap_capacity(m); i++) {
+      uint32_t p = lh_keymap_val(m, i);
+      if (p == LH_NIL) continue;
+      if (p == 0 || p > h->top || !((h->rs[t].bits[p >> 6] >> (p & 63)) & 1)) {
+        return lh_fail(err, errlen, LH_EINVAL, "type %d: key %lld maps to position %u without its marker", t,
+                       (long long)lh_keymap_key(m, i), p);
+      }
+      if ((h->rs[1 - t].bits[p >> 6] >> (p & 63)) & 1) {
+        return lh_fail(err, errlen, LH_EINVAL, "position %u holds markers of both types", p);
+      }
+    }
+  }
+  for (size_t k = 1; k < h->ep_len; k++) {
+    size_t a = (h->ep_head + k - 1) % h->ep_cap, b = (h->ep_head + k) % h->ep_cap;
+    if (h->ep_start[a] >= h->ep_start[b] || h->ep_ts[a] > h->ep_ts[b]) {
+      return lh_fail(err, errlen, LH_EINVAL, "epochs %zu and %zu are out of order", k - 1, k);
+    }
+  }
+  return LH_OK;
+}
