@@ -53,14 +53,15 @@ class FactsChunk:
 
     def column(self, name: str) -> Any:
         """A copy of one column: instance, timestamp, input_len, block_size, block_bytes, blocks,
-        cut, line (per row), seg_offsets (rows + 1) or segs (n_segs x 2)."""
+        cut, step (1: a byte-step row, whose segs are its (threshold, hit_blocks) points with
+        thresholds as uint64 bits), line (per row), seg_offsets (rows + 1) or segs (n_segs x 2)."""
         t = self._check()
         n = int(t.n_rows)
         if name == "segs":
             return copied(t.segs, 2 * int(t.n_segs), np.int64).reshape(-1, 2)
         if name == "seg_offsets":
             return copied(t.seg_offsets, n + 1, np.int64)
-        dtype = {"instance": np.int32, "cut": np.uint8}.get(name, np.int64)
+        dtype = {"instance": np.int32, "cut": np.uint8, "step": np.uint8}.get(name, np.int64)
         return copied(getattr(t, name), n, dtype)
 
     def query(

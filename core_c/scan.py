@@ -181,8 +181,11 @@ def render_facts(
     segments: Int64Array,
     blocks: Int64Array | None = None,
     cuts: npt.NDArray[np.uint8] | None = None,
+    lane_steps: npt.NDArray[np.uint8] | None = None,
 ) -> bytes:
-    """Facts CSV rows (no header) for output rows (out_src[k], out_lane[k]); see lh_facts.h."""
+    """Facts CSV rows (no header) for output rows (out_src[k], out_lane[k]); see lh_facts.h.
+    lane_steps[l] = 1: lane l's rows are byte-step ``bytes:`` rows (its segments are the points,
+    thresholds as uint64 bits); None: every lane RLE."""
     n = len(out_src)
     if n == 0:
         return b""
@@ -211,6 +214,7 @@ def render_facts(
         args_idx[1],
         ptr("int64_t[]", lane_block_size),
         ptr("int64_t[]", lane_block_bytes),
+        ffi.NULL if lane_steps is None else ptr("uint8_t[]", np.ascontiguousarray(lane_steps, dtype=np.uint8)),
         args_idx[2],
         args_idx[3],
         ptr("int64_t[]", input_lens),

@@ -8,7 +8,9 @@ capacity: O(segments + largest threshold), never one projection per capacity.
 
 A breakpoint is a capacity where the hit rate changes. When the rows of an instance differ in
 block_bytes (facts from several configs), the per-(block size, block bytes) curves are merged on
-a byte axis.
+a byte axis. A hybrid lane's byte-step rows (threshold bytes, hit blocks) are steps on the byte
+axis already: each point adds its increase of hit blocks x block size at its threshold, and the
+instance's curve is on the byte axis (no capacity in blocks).
 """
 
 from __future__ import annotations
@@ -156,6 +158,37 @@ class _Instance:
     groups: dict[tuple[int, int], _Group] = field(default_factory=dict)
     requests: int = 0
     input_tokens: int = 0
+    hybrid: bool = False  # has byte-step rows
+    step_bytes: list[npt.NDArray[np.uint64]] = field(default_factory=list)  # thresholds of its points
+    step_tokens: list[npt.NDArray[np.int64]] = field(default_factory=list)  # hit tokens each adds
+
+
+def _add_steps(
+    acc: dict[int, _Instance], groups: npt.NDArray[np.int32], segs: npt.NDArray[np.int64],
+    seg_offsets: npt.NDArray[np.int64], rows: npt.NDArray[np.int64], bs: npt.NDArray[np.int64],
+    lens: npt.NDArray[np.int64],
+) -> None:  # fmt: skip
+    """The byte-step rows `rows` of a chunk: every point adds (its hit blocks - the previous
+    point's) x block size hit tokens from its threshold on."""
+    counts = seg_offsets[rows + 1] - seg_offsets[rows]
+    seg_index = np.repeat(seg_offsets[rows], counts) + (
+        np.arange(int(counts.sum()), dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
+    )
+    owner = np.repeat(rows, counts)
+    first = seg_index == seg_offsets[owner]
+    hits = segs[seg_index, 1]
+    previous = np.where(first, 0, np.roll(hits, 1))
+    tokens = (hits - previous) * bs[owner]
+    thresholds = segs[seg_index, 0].view(np.uint64)
+    for g in np.unique(groups[rows]).tolist():
+        inst = acc.setdefault(g, _Instance())
+        inst.hybrid = True
+        mine = groups[rows] == g
+        inst.requests += int(mine.sum())
+        inst.input_tokens += int(lens[rows[mine]].sum())
+        points = groups[owner] == g
+        inst.step_bytes.append(thresholds[points])
+        inst.step_tokens.append(tokens[points])
 
 
 def exact_curves(path: str | Path, targets: Sequence[float] = DEFAULT_TARGETS) -> list[InstanceCurve]:
@@ -163,17 +196,20 @@ def exact_curves(path: str | Path, targets: Sequence[float] = DEFAULT_TARGETS) -
     for f in targets:
         if not 0 < f <= 1:
             raise ValueError(f"target fractions must be in (0, 1], got {f}")
-    stream = FactsStream(path)
+    stream = FactsStream(path, byte_steps=True)
     acc: dict[int, _Instance] = {}
     for chunk, groups in stream:
         segs = chunk.column("segs")
         seg_offsets = chunk.column("seg_offsets")
         rows_of_seg = np.repeat(np.arange(chunk.rows), np.diff(seg_offsets))
         bs, bb, lens = chunk.column("block_size"), chunk.column("block_bytes"), chunk.column("input_len")
-        keys = np.stack([groups.astype(np.int64), bs, bb], axis=1)
+        step = chunk.column("step").astype(bool)
+        if step.any():
+            _add_steps(acc, groups, segs, seg_offsets, np.flatnonzero(step), bs, lens)
+        keys = np.stack([groups.astype(np.int64), bs, bb], axis=1)[~step]
         for key in np.unique(keys, axis=0):
             g, size, nbytes = (int(v) for v in key)
-            mine = np.flatnonzero((groups == g) & (bs == size) & (bb == nbytes))
+            mine = np.flatnonzero((groups == g) & (bs == size) & (bb == nbytes) & ~step)
             inst = acc.setdefault(g, _Instance())
             inst.requests += len(mine)
             inst.input_tokens += int(lens[mine].sum())
@@ -184,22 +220,37 @@ def exact_curves(path: str | Path, targets: Sequence[float] = DEFAULT_TARGETS) -
     return sorted(curves, key=lambda c: c.instance_id.encode())
 
 
+def _byte_events(inst: _Instance) -> dict[int, int]:
+    """Byte capacity -> hit tokens gained there: every RLE group's breakpoints at blocks x block
+    bytes, and every byte-step point at its threshold."""
+    events: dict[int, int] = {0: 0}
+    if inst.step_bytes:
+        unique, at = np.unique(np.concatenate(inst.step_bytes), return_inverse=True)
+        sums = np.zeros(len(unique), np.int64)
+        np.add.at(sums, at, np.concatenate(inst.step_tokens))
+        for b, t in zip(unique.tolist(), sums.tolist(), strict=True):
+            events[b] = events.get(b, 0) + t
+    for group in inst.groups.values():
+        hits = group.hit_blocks() * group.block_size
+        for c in (np.flatnonzero(np.diff(hits)) + 1).tolist():
+            b = c * group.block_bytes
+            events[b] = events.get(b, 0) + int(hits[c] - hits[c - 1])
+    return events
+
+
 def _finish(name: bytes, inst: _Instance, targets: Sequence[float]) -> InstanceCurve:
-    if len(inst.groups) == 1:
+    blocks: list[int] | None
+    block_bytes: int | None
+    if len(inst.groups) == 1 and not inst.hybrid:
         (group,) = inst.groups.values()
         hits = group.hit_blocks() * group.block_size
         caps = np.concatenate([[0], np.flatnonzero(np.diff(hits)) + 1]).astype(np.int64)
-        blocks: list[int] | None = caps.tolist()
+        blocks = caps.tolist()
         capacity_bytes = [c * group.block_bytes for c in caps.tolist()]
         values = hits[caps]
-        block_bytes: int | None = group.block_bytes
-    else:  # merge the sub-curves on the byte axis
-        events: dict[int, int] = {0: 0}
-        for group in inst.groups.values():
-            hits = group.hit_blocks() * group.block_size
-            for c in (np.flatnonzero(np.diff(hits)) + 1).tolist():
-                b = c * group.block_bytes
-                events[b] = events.get(b, 0) + int(hits[c] - hits[c - 1])
+        block_bytes = group.block_bytes
+    else:  # several block shapes, or a hybrid lane's byte steps: the byte axis
+        events = _byte_events(inst)
         capacity_bytes = sorted(events)
         values = np.cumsum([events[b] for b in capacity_bytes]).astype(np.int64)
         blocks, block_bytes = None, None

@@ -54,8 +54,13 @@ class FactsStream:
     stream.extended                    # True for extended facts
     """
 
-    def __init__(self, path: str | Path, *, chunk_bytes: int = CHUNK_BYTES) -> None:
+    def __init__(
+        self, path: str | Path, *, chunk_bytes: int = CHUNK_BYTES, byte_steps: bool = False, what: str = ""
+    ) -> None:
+        """byte_steps: the reader handles hybrid lanes' byte-step rows (chunk.column("step")); without
+        it the first such row is a FactsError naming its lane and `what` reads (a command)."""
         self.path = str(path)
+        self.byte_steps, self.what = byte_steps, what
         self.chunk_bytes = chunk_bytes
         self.instances = InstanceIndex()
         self.extended = False
@@ -90,9 +95,25 @@ class FactsStream:
                         chunk = reader.parse(text.data, text.first_line + 1, extended=self.extended)
                         if chunk.error_line:
                             raise FactsError(self.path, chunk.error_line, chunk.error)
+                        if not self.byte_steps:
+                            self._refuse_byte_steps(chunk)
                         self.rows += chunk.rows
                         yield chunk, self.instances.map_chunk(chunk)
                 except TraceError as exc:
                     raise FactsError(self.path, 0, f"I/O error while reading facts file: {exc.message}") from None
         finally:
             reader.close()
+
+    def _refuse_byte_steps(self, chunk: FactsChunk) -> None:
+        steps = np.flatnonzero(chunk.column("step"))
+        if len(steps) == 0:
+            return
+        row = int(steps[0])
+        name = chunk.instance_names()[int(chunk.column("instance")[row])].decode("utf-8", "replace")
+        what = f"{self.what} reads" if self.what else "this reads"
+        raise FactsError(
+            self.path,
+            int(chunk.column("line")[row]),
+            f"instance {name} is a hybrid lane (byte-step facts): {what} Full-only facts; "
+            "litehit query and litehit curve answer it in bytes",
+        )

@@ -49,7 +49,7 @@ def attribute_misses(path: str | Path, slots: Sequence[CapacitySlot]) -> tuple[b
     all_slots = [*slots, CapacitySlot(-1.0)]  # the infinite value separates hits from evictions
     n = len(all_slots)
     slot_values, slot_kinds = slot_arrays(all_slots)
-    stream = FactsStream(path)
+    stream = FactsStream(path, what="the miss analysis (misses, plot, report)")
     cap = 16
     sums = _zeros(cap, n)
     full = np.zeros(cap, np.int64)  # tokens in complete blocks

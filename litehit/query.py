@@ -16,8 +16,10 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
+from core_c.errors import CoreInvalidArgument
 from core_c.query import SLOT_BLOCKS, SLOT_BYTES, SLOT_INFINITE, SLOT_TOKENS
 from litehit.capacity import CapacitySlot, parse_capacities
+from litehit.errors import FactsError
 from litehit.facts import FactsStream
 
 __all__ = [
@@ -120,7 +122,7 @@ def query_facts(path: str | Path, slots: Sequence[CapacitySlot], out: Writer | N
     (per-request rows, per-instance summaries, total). Raises FactsError on a malformed row."""
     slot_values, slot_kinds = slot_arrays(slots)
     n = len(slots)
-    stream = FactsStream(path)
+    stream = FactsStream(path, byte_steps=True)  # hybrid lanes' rows: bytes and inf (the C query)
     capacity = 16
     sums = _zero_sums(capacity, n)
     for chunk, groups in stream:
@@ -128,7 +130,10 @@ def query_facts(path: str | Path, slots: Sequence[CapacitySlot], out: Writer | N
             while capacity < len(stream.instances):
                 capacity *= 2
             sums = _grow_sums(sums, capacity, n)
-        chunk.query(slot_values, slot_kinds, groups, sums, sink=None if out is None else out.write)
+        try:
+            chunk.query(slot_values, slot_kinds, groups, sums, sink=None if out is None else out.write)
+        except CoreInvalidArgument as exc:  # a block or token capacity on a hybrid lane's row
+            raise FactsError(str(path), 0, exc.message) from None
     blocks, tokens, requests, inputs = sums
     summaries = [
         Summary(

@@ -241,7 +241,11 @@ class InstanceInfo(_Section):
     location_spec_groups: list[LocationSpecGroup] = Field(
         default_factory=list, max_length=SPECS_MAX, description="named sets of specs"
     )
-    linear_step: Int32 = Field(default=0, description="must be 0 (full attention only)")
+    linear_step: Int32 = Field(
+        default=0,
+        description="tokens between saved linear-attention (Mamba) states, a multiple of block_size; 0: full "
+        "attention only. A hybrid lane (> 0) needs optimizer_state_info.linear_location_spec_group_name",
+    )
     optimizer_state_info: StateInfo = Field(default_factory=StateInfo, description="which spec group is full attention")
 
     @property
@@ -251,6 +255,22 @@ class InstanceInfo(_Section):
         full = self.optimizer_state_info.full_location_spec_group_name
         group = next(g for g in self.location_spec_groups if g.name == full)
         return sum(sizes[name] for name in group.spec_names)
+
+    @property
+    def linear_charge_bytes(self) -> int:
+        """The bytes of one saved linear-attention state: the sizes of the specs in the linear
+        location-spec group (0 for a Full-only instance, linear_step 0)."""
+        linear = self.optimizer_state_info.linear_location_spec_group_name
+        if self.linear_step == 0 or not linear:
+            return 0
+        sizes = {s.name: s.size for s in self.location_spec_infos}
+        group = next(g for g in self.location_spec_groups if g.name == linear)
+        return sum(sizes[name] for name in group.spec_names)
+
+    @property
+    def linear_step_blocks(self) -> int:
+        """linear_step in the lane's blocks (0 for a Full-only instance)."""
+        return self.linear_step // self.block_size if self.linear_step > 0 and self.block_size > 0 else 0
 
 
 class ReplaySpec(_Section):
@@ -459,11 +479,11 @@ def check_replay_spec(spec: ReplaySpec) -> list[ConfigIssue]:
     for i, inst in enumerate(spec.instances):
         where = f"instances[{i}]"
         iid = inst.instance_id
-        if inst.linear_step != 0:
+        if inst.linear_step > 0 and spec.facts_format == "extended":
             fail(
-                f"{where}.linear_step",
-                inst.linear_step,
-                f"instance[{iid}] has linear_step={inst.linear_step}; the facts replay is Full-only",
+                "facts_format",
+                spec.facts_format,
+                f"instance[{iid}] is a hybrid lane (linear_step {inst.linear_step}): extended facts are Full-only",
             )
         if inst.block_size > 0 and spec.block_size > 0 and inst.block_size % spec.block_size != 0:
             fail(
@@ -574,6 +594,15 @@ def _registration_issues(inst: InstanceInfo, groups: set[str]) -> list[tuple[str
         out.append((".instance_group_name", inst.instance_group_name, "no instance group of that name"))
     if inst.linear_step < 0:
         out.append((".linear_step", inst.linear_step, "linear_step must not be negative"))
+    elif inst.linear_step > 0 and inst.block_size > 0 and inst.linear_step % inst.block_size != 0:
+        out.append(
+            (
+                ".linear_step",
+                inst.linear_step,
+                f"linear_step={inst.linear_step} tokens is not a multiple of block_size={inst.block_size} "
+                f"for instance[{inst.instance_id}]",
+            )
+        )
     if not inst.location_spec_infos:
         out.append((".location_spec_infos", [], "location_spec_infos must not be empty"))
     spec_names: set[str] = set()
@@ -624,6 +653,22 @@ def _registration_issues(inst: InstanceInfo, groups: set[str]) -> list[tuple[str
                         f"spec {name!r} is not defined",
                     )
                 )
+    if inst.linear_step == 0 and linear:
+        out.append(
+            (
+                ".optimizer_state_info.linear_location_spec_group_name",
+                linear,
+                f"full-attention instance[{inst.instance_id}] must not configure a linear/Mamba spec group",
+            )
+        )
+    elif inst.linear_step > 0 and not linear:
+        out.append(
+            (
+                ".optimizer_state_info.linear_location_spec_group_name",
+                linear,
+                f"linear instance[{inst.instance_id}] requires a non-empty Mamba spec group",
+            )
+        )
     if linear:
         if linear == full:
             out.append(
@@ -641,4 +686,20 @@ def _registration_issues(inst: InstanceInfo, groups: set[str]) -> list[tuple[str
                     "no location spec group of that name",
                 )
             )
+        elif inst.linear_step > 0:
+            j, group = next((j, g) for j, g in enumerate(inst.location_spec_groups) if g.name == linear)
+            sizes = {spec.name: spec.size for spec in inst.location_spec_infos}
+            missing = [name for name in group.spec_names if name and name not in sizes]
+            if missing:
+                out.append(
+                    (
+                        ".optimizer_state_info.linear_location_spec_group_name",
+                        linear,
+                        f"spec {missing[0]!r} is not defined",
+                    )
+                )
+            elif sum(sizes[name] for name in group.spec_names if name) <= 0:
+                out.append(
+                    (f".location_spec_groups[{j}].spec_names", group.spec_names, "the linear spec group holds no bytes")
+                )
     return out

@@ -2,9 +2,12 @@
  *
  *   trace_id,instance_id,timestamp_ns,input_token_len,block_size_tokens,block_bytes,hit_curve
  *
- * hit_curve is always quoted JSON "[[start,run],...]"; string fields are quoted only when they
- * contain , " CR or LF (a quote is doubled inside quotes); numbers are plain decimal; '\n' ends
- * every line. The opt-in extended format appends complete_blocks,cut_reason (none|cold|expired).
+ * hit_curve is always quoted: a Full-only lane's RLE "[[start,run],...]" (untagged, as the
+ * original's G2-G4 writers), a hybrid lane's byte-step points "bytes:[[min_total_capacity_bytes,
+ * hit_blocks],...]" (HYBRID_G5.md 3.3; the reader also takes "rle:" and the interim "mamba:");
+ * string fields are quoted only when they contain , " CR or LF (a quote is doubled inside
+ * quotes); numbers are plain decimal; '\n' ends every line. The opt-in extended format appends
+ * complete_blocks,cut_reason (none|cold|expired).
  *
  * Writing: lh_facts_render (src/lh_facts_render.c) turns replay outputs into rows.
  * Reading:  lh_facts_parse (src/lh_facts_parse.c) turns rows back into columns: strict CSV, the
@@ -23,21 +26,26 @@ size_t lh_facts_render_bound(const int64_t *id_offsets, const int64_t *lane_id_o
                              const int32_t *out_lane, const int64_t *out_seg_lo, const int64_t *out_seg_hi,
                              size_t n_out, int extended);
 
+/* The tag of a lane's rows in lh_facts_render's lane_steps. */
+#define LH_FACTS_RLE 0   /* Full-only: untagged RLE pairs (start, run) */
+#define LH_FACTS_BYTES 1 /* hybrid: "bytes:" and (threshold, hit_blocks) pairs, thresholds unsigned */
+
 /* Renders n_out facts rows into buf (capacity cap, caller-owned; use lh_facts_render_bound).
  * Output row k is source row out_src[k] seen by lane out_lane[k]:
  *   per source row: trace id bytes ids[id_offsets[r] .. id_offsets[r+1]) (raw; escaped here),
  *                   timestamps[r];
  *   per lane:       lane id bytes lane_ids[lane_id_offsets[l] ..) (raw; escaped here),
- *                   lane_block_size[l], lane_block_bytes[l];
+ *                   lane_block_size[l], lane_block_bytes[l], lane_steps[l] (LH_FACTS_*; NULL:
+ *                   every lane RLE);
  *   per output row: input_lens[k], curve = segs pairs out_seg_lo[k] .. out_seg_hi[k];
  *                   with extended != 0 also blocks[k] and cuts[k] (LH_CUT_*).
  * Returns LH_OK and *written, or LH_ERANGE if cap is too small (nothing is promised about buf). */
 int lh_facts_render(const char *ids, const int64_t *id_offsets, const int64_t *timestamps, const char *lane_ids,
                     const int64_t *lane_id_offsets, const int64_t *lane_block_size, const int64_t *lane_block_bytes,
-                    const int64_t *out_src, const int32_t *out_lane, const int64_t *input_lens,
-                    const int64_t *out_seg_lo, const int64_t *out_seg_hi, const int64_t *segs, int extended,
-                    const int64_t *blocks, const uint8_t *cuts, size_t n_out, char *buf, size_t cap, size_t *written,
-                    char *err, size_t errlen);
+                    const uint8_t *lane_steps, const int64_t *out_src, const int32_t *out_lane,
+                    const int64_t *input_lens, const int64_t *out_seg_lo, const int64_t *out_seg_hi,
+                    const int64_t *segs, int extended, const int64_t *blocks, const uint8_t *cuts, size_t n_out,
+                    char *buf, size_t cap, size_t *written, char *err, size_t errlen);
 
 /* ---- reading ----------------------------------------------------------------------------- */
 
@@ -61,6 +69,8 @@ typedef struct lh_facts_table {
   const int64_t *seg_offsets; /* n_rows + 1, in segments */
   const int64_t *segs;        /* flat (start, run) pairs */
   size_t n_segs;
+  const uint8_t *step;   /* 1: a byte-step row ("bytes:" or "mamba:"): its pairs are (threshold,
+                          * hit_blocks) points, thresholds as uint64 bits; 0: RLE ("rle:" or untagged) */
   const int64_t *blocks; /* extended facts: complete blocks of the request */
   const uint8_t *cut;    /* extended facts: LH_CUT_* */
   int64_t error_line;    /* line of the first bad row, 0 if none */

@@ -26,6 +26,9 @@
  * and to requests[g] and input_tokens[g]. With out == NULL every remaining row is processed.
  * With out != NULL the per-request JSONL rows are rendered into out (capacity cap) and rows are
  * processed only while they surely fit: *rows_done tells how many were (call again from there).
+ * Byte-step rows (hybrid lanes) project byte and infinite slots with lh_project_steps; a block
+ * or token slot meeting one is LH_EINVAL naming its line and instance (*rows_done = that row,
+ * the rows before it added).
  * Returns LH_OK, LH_EINVAL for an unknown slot kind (nothing added), or LH_ENOMEM for very many
  * slots. */
 int lh_query_chunk(const lh_facts_table *table, size_t row_lo, const uint64_t *slot_value, const uint8_t *slot_kind,

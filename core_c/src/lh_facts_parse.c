@@ -17,7 +17,7 @@
 #include "lh_text.h"
 
 struct lh_facts_reader {
-  lh_vec line, id_off, ids, instance, ts, len, bs, bb, seg_off, segs, blocks, cut;
+  lh_vec line, id_off, ids, instance, ts, len, bs, bb, seg_off, segs, blocks, cut, step;
   lh_intern instances;
   lh_vec field; /* scratch: one unescaped field */
 };
@@ -32,7 +32,7 @@ int lh_facts_reader_create(lh_facts_reader **out, char *err, size_t errlen) {
 void lh_facts_reader_destroy(lh_facts_reader *r) {
   if (r == NULL) return;
   lh_vec *all[] = {&r->line, &r->id_off,  &r->ids,  &r->instance, &r->ts,  &r->len,  &r->bs,
-                   &r->bb,   &r->seg_off, &r->segs, &r->blocks,   &r->cut, &r->field};
+                   &r->bb,   &r->seg_off, &r->segs, &r->blocks,   &r->cut, &r->step, &r->field};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) free(all[i]->data);
   lh_intern_free(&r->instances);
   free(r);
@@ -116,18 +116,38 @@ static int parse_int_field(const span *f, const char *name, int is_unsigned, int
   return 0;
 }
 
-/* A non-negative int64 of the hit curve: digits only, no sign. 0 or -1. */
-static int curve_int(const char **pp, const char *end, int64_t *out) {
+/* A non-negative integer of the hit curve: digits only, no sign, at most `limit`. 0 or -1. */
+static int curve_int(const char **pp, const char *end, uint64_t limit, int64_t *out) {
   const char *start = *pp;
   uint64_t v = 0;
-  if (lh_parse_digits(pp, end, &v) || *pp == start || v > (uint64_t)INT64_MAX) return -1;
-  *out = (int64_t)v;
+  if (lh_parse_digits(pp, end, &v) || *pp == start || v > limit) return -1;
+  *out = (int64_t)v; /* a byte-step threshold above INT64_MAX keeps its uint64 bits */
   return 0;
 }
 
-/* The hit_curve JSON: [[start,run],...] with optional whitespace; appends segments. */
-static int parse_curve(lh_facts_reader *r, const span *f, row_ctx *ctx) {
+/* The tag of a hit_curve field (an exact prefix, HYBRID_G5.md 3.3): sets *step and skips it. */
+static void curve_tag(span *f, uint8_t *step) {
+  static const struct {
+    const char *tag;
+    uint8_t step;
+  } tags[] = {{"bytes:", 1}, {"mamba:", 1}, {"rle:", 0}};
+  *step = 0;
+  for (size_t i = 0; i < sizeof tags / sizeof tags[0]; i++) {
+    size_t n = strlen(tags[i].tag);
+    if (f->n >= n && memcmp(f->p, tags[i].tag, n) == 0) {
+      *step = tags[i].step;
+      f->p += n;
+      f->n -= n;
+      return;
+    }
+  }
+}
+
+/* The hit_curve JSON: [[start,run],...] (byte-step rows: [[threshold,hit_blocks],...]) with
+ * optional whitespace; appends the pairs. */
+static int parse_curve(lh_facts_reader *r, const span *f, int steps, row_ctx *ctx) {
   const char *p = f->p, *end = f->p + f->n;
+  uint64_t first_limit = steps ? UINT64_MAX : (uint64_t)INT64_MAX;
   p = lh_skip_c_space(p, end);
   if (p >= end || *p != '[') return FAIL(ctx, "hit_curve must start with '['");
   p = lh_skip_c_space(p + 1, end);
@@ -139,11 +159,13 @@ static int parse_curve(lh_facts_reader *r, const span *f, row_ctx *ctx) {
     if (p >= end || *p != '[') return FAIL(ctx, "hit_curve segment must start with '['");
     int64_t start, run;
     p = lh_skip_c_space(p + 1, end);
-    if (curve_int(&p, end, &start)) return FAIL(ctx, "hit_curve segment start is not a valid integer");
+    if (curve_int(&p, end, first_limit, &start)) return FAIL(ctx, "hit_curve segment start is not a valid integer");
     p = lh_skip_c_space(p, end);
     if (p >= end || *p != ',') return FAIL(ctx, "hit_curve segment expects ','");
     p = lh_skip_c_space(p + 1, end);
-    if (curve_int(&p, end, &run)) return FAIL(ctx, "hit_curve segment length is not a valid integer");
+    if (curve_int(&p, end, (uint64_t)INT64_MAX, &run)) {
+      return FAIL(ctx, "hit_curve segment length is not a valid integer");
+    }
     p = lh_skip_c_space(p, end);
     if (p >= end || *p != ']') return FAIL(ctx, "hit_curve segment must end with ']'");
     if (lh_vec_reserve(&r->segs, 2, sizeof(int64_t))) return FAIL(ctx, "out of memory");
@@ -173,7 +195,9 @@ static int parse_row(lh_facts_reader *r, const char *p, const char *end, int64_t
     return -1;
   }
   size_t seg_start = r->segs.len;
-  if (parse_curve(r, &f[6], ctx)) return -1;
+  uint8_t step = 0;
+  curve_tag(&f[6], &step);
+  if (parse_curve(r, &f[6], step, ctx)) return -1;
   if (bb == 0 || bs == 0) return FAIL(ctx, "block_bytes/block_size_tokens must be positive");
   uint8_t cut = LH_CUT_NONE;
   if (extended) {
@@ -188,7 +212,15 @@ static int parse_row(lh_facts_reader *r, const char *p, const char *end, int64_t
   const int64_t *segs = LH_VEC_AT(r->segs, int64_t);
   int64_t prev_end = 0;
   uint64_t hits = 0;
-  for (size_t k = seg_start; k < r->segs.len; k += 2) {
+  for (size_t k = seg_start; step && k < r->segs.len; k += 2) { /* byte-step: both fields increase */
+    uint64_t c = (uint64_t)segs[k], h = (uint64_t)segs[k + 1];
+    if (c < 1 || h < 1 || (k > seg_start && (c <= (uint64_t)segs[k - 2] || h <= (uint64_t)segs[k - 1]))) {
+      return FAIL(ctx, "hit_curve point %zu must be above 0 and above the previous point in both fields",
+                  (k - seg_start) / 2 + 1);
+    }
+    hits = h;
+  }
+  for (size_t k = seg_start; !step && k < r->segs.len; k += 2) {
     int64_t s = segs[k], run = segs[k + 1];
     if (run < 1)
       return FAIL(ctx, "hit_curve segment %zu has length %lld (must be >= 1)", (k - seg_start) / 2 + 1, (long long)run);
@@ -218,7 +250,8 @@ static int parse_row(lh_facts_reader *r, const char *p, const char *end, int64_t
   if (inst < 0 || lh_vec_reserve(&r->ids, f[0].n, 1) || lh_vec_reserve(&r->line, 1, 8) ||
       lh_vec_reserve(&r->id_off, 1, 8) || lh_vec_reserve(&r->instance, 1, 4) || lh_vec_reserve(&r->ts, 1, 8) ||
       lh_vec_reserve(&r->len, 1, 8) || lh_vec_reserve(&r->bs, 1, 8) || lh_vec_reserve(&r->bb, 1, 8) ||
-      lh_vec_reserve(&r->seg_off, 1, 8) || lh_vec_reserve(&r->blocks, 1, 8) || lh_vec_reserve(&r->cut, 1, 1)) {
+      lh_vec_reserve(&r->seg_off, 1, 8) || lh_vec_reserve(&r->blocks, 1, 8) || lh_vec_reserve(&r->cut, 1, 1) ||
+      lh_vec_reserve(&r->step, 1, 1)) {
     return FAIL(ctx, "out of memory");
   }
   memcpy(LH_VEC_AT(r->ids, char) + r->ids.len, f[0].p, f[0].n);
@@ -234,7 +267,9 @@ static int parse_row(lh_facts_reader *r, const char *p, const char *end, int64_t
   LH_VEC_AT(r->seg_off, int64_t)[i + 1] = (int64_t)(r->segs.len / 2);
   LH_VEC_AT(r->blocks, int64_t)[i] = extended ? blocks : complete;
   LH_VEC_AT(r->cut, uint8_t)[i] = extended ? cut : (hits == (uint64_t)complete ? LH_CUT_NONE : LH_CUT_COLD);
+  LH_VEC_AT(r->step, uint8_t)[i] = step;
   r->line.len = r->instance.len = r->ts.len = r->len.len = r->bs.len = r->bb.len = r->blocks.len = r->cut.len = i + 1;
+  r->step.len = i + 1;
   r->id_off.len = r->seg_off.len = i + 2;
   return 0;
 }
@@ -257,6 +292,7 @@ static void fill_table(lh_facts_reader *r, lh_facts_table *t) {
   t->n_segs = r->segs.len / 2;
   t->blocks = LH_VEC_AT(r->blocks, int64_t);
   t->cut = LH_VEC_AT(r->cut, uint8_t);
+  t->step = LH_VEC_AT(r->step, uint8_t);
 }
 
 int lh_facts_parse(lh_facts_reader *r, const char *buf, size_t len, int64_t first_line, int extended, lh_facts_table *t,
@@ -267,7 +303,7 @@ int lh_facts_parse(lh_facts_reader *r, const char *buf, size_t len, int64_t firs
     return lh_fail(err, errlen, LH_ENOMEM, "out of memory reading facts");
   }
   r->line.len = r->ids.len = r->instance.len = r->ts.len = r->len.len = r->bs.len = r->bb.len = 0;
-  r->segs.len = r->blocks.len = r->cut.len = 0;
+  r->segs.len = r->blocks.len = r->cut.len = r->step.len = 0;
   r->id_off.len = r->seg_off.len = 1;
   LH_VEC_AT(r->id_off, int64_t)[0] = 0;
   LH_VEC_AT(r->seg_off, int64_t)[0] = 0;

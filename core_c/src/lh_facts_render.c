@@ -40,7 +40,7 @@ size_t lh_facts_render_bound(const int64_t *id_offsets, const int64_t *lane_id_o
     size_t id_len = (size_t)(id_offsets[r + 1] - id_offsets[r]);
     size_t lane_len = (size_t)(lane_id_offsets[l + 1] - lane_id_offsets[l]);
     size_t segs = (size_t)(out_seg_hi[k] - out_seg_lo[k]);
-    total += 2 * id_len + 2 + 2 * lane_len + 2 + 4 * (LH_MAX_INT_CHARS + 1) + 5 + segs * (2 * LH_MAX_INT_CHARS + 4);
+    total += 2 * id_len + 2 + 2 * lane_len + 2 + 4 * (LH_MAX_INT_CHARS + 1) + 5 + 6 + segs * (2 * LH_MAX_INT_CHARS + 4);
     if (extended) total += LH_MAX_INT_CHARS + 10;
   }
   return total;
@@ -48,10 +48,10 @@ size_t lh_facts_render_bound(const int64_t *id_offsets, const int64_t *lane_id_o
 
 int lh_facts_render(const char *ids, const int64_t *id_offsets, const int64_t *timestamps, const char *lane_ids,
                     const int64_t *lane_id_offsets, const int64_t *lane_block_size, const int64_t *lane_block_bytes,
-                    const int64_t *out_src, const int32_t *out_lane, const int64_t *input_lens,
-                    const int64_t *out_seg_lo, const int64_t *out_seg_hi, const int64_t *segs, int extended,
-                    const int64_t *blocks, const uint8_t *cuts, size_t n_out, char *buf, size_t cap, size_t *written,
-                    char *err, size_t errlen) {
+                    const uint8_t *lane_steps, const int64_t *out_src, const int32_t *out_lane,
+                    const int64_t *input_lens, const int64_t *out_seg_lo, const int64_t *out_seg_hi,
+                    const int64_t *segs, int extended, const int64_t *blocks, const uint8_t *cuts, size_t n_out,
+                    char *buf, size_t cap, size_t *written, char *err, size_t errlen) {
   size_t need =
       lh_facts_render_bound(id_offsets, lane_id_offsets, out_src, out_lane, out_seg_lo, out_seg_hi, n_out, extended);
   if (need > cap) {
@@ -74,11 +74,13 @@ int lh_facts_render(const char *ids, const int64_t *id_offsets, const int64_t *t
     w += lh_put_i64(w, lane_block_bytes[l]);
     *w++ = ',';
     *w++ = '"';
+    int steps = lane_steps != NULL && lane_steps[l] == LH_FACTS_BYTES;
+    if (steps) w += lh_put_lit(w, "bytes:");
     *w++ = '[';
     for (int64_t s = out_seg_lo[k]; s < out_seg_hi[k]; s++) {
       if (s > out_seg_lo[k]) *w++ = ',';
       *w++ = '[';
-      w += lh_put_i64(w, segs[2 * s]);
+      w += steps ? lh_put_u64(w, (uint64_t)segs[2 * s]) : lh_put_i64(w, segs[2 * s]);
       *w++ = ',';
       w += lh_put_i64(w, segs[2 * s + 1]);
       *w++ = ']';

@@ -137,14 +137,27 @@ size_t lh_query_row_bound(const lh_facts_table *t, size_t r, size_t n_slots) {
   return json_escaped_bound(id) + json_escaped_bound(inst) + 160 + n_slots * (24 + 34);
 }
 
-/* Hit blocks of a curve at one slot (kind checked by the caller). */
-static uint64_t project_slot(const int64_t *segs, size_t nseg, uint64_t value, uint8_t kind, uint64_t bb, uint64_t bs) {
+/* Hit blocks of a curve at one slot (kind checked by the caller; a byte-step row meets only byte
+ * and infinite slots). */
+static uint64_t project_slot(const int64_t *segs, size_t nseg, int step, uint64_t value, uint8_t kind, uint64_t bb,
+                             uint64_t bs) {
+  if (step) {
+    const uint64_t *points = (const uint64_t *)(const void *)segs; /* thresholds kept as uint64 bits */
+    return kind == LH_SLOT_INFINITE ? lh_project_steps_infinite(points, nseg) : lh_project_steps(points, nseg, value);
+  }
   switch (kind) {
     case LH_SLOT_INFINITE: return lh_project_infinite(segs, nseg);
     case LH_SLOT_BLOCKS: return lh_project_blocks(segs, nseg, value);
     case LH_SLOT_TOKENS: return lh_project_blocks(segs, nseg, bs == 0 ? 0 : value / bs);
     default: return lh_project_bytes(segs, nseg, value, bb);
   }
+}
+
+static int has_unit_slot(const uint8_t *kind, size_t n) {
+  for (size_t s = 0; s < n; s++) {
+    if (kind[s] == LH_SLOT_BLOCKS || kind[s] == LH_SLOT_TOKENS) return 1;
+  }
+  return 0;
 }
 
 int lh_query_chunk(const lh_facts_table *t, size_t row_lo, const uint64_t *slot_value, const uint8_t *slot_kind,
@@ -169,8 +182,20 @@ int lh_query_chunk(const lh_facts_table *t, size_t row_lo, const uint64_t *slot_
     size_t nseg = (size_t)(t->seg_offsets[r + 1] - t->seg_offsets[r]);
     uint64_t bb = (uint64_t)t->block_bytes[r], bs = (uint64_t)t->block_size[r];
     int32_t g = group[r];
+    int step = t->step != NULL && t->step[r];
+    if (step && has_unit_slot(slot_kind, n_slots)) {
+      if (hits != hits_stack) free(hits);
+      if (written != NULL) *written = (size_t)(w - out);
+      *rows_done = r;
+      int32_t i = t->instance[r];
+      return lh_fail(err, errlen, LH_EINVAL,
+                     "facts line %lld: instance %.*s is a hybrid lane (byte-step facts): ask for capacities in bytes "
+                     "(GiB, MiB, ... or inf), not blocks or tokens",
+                     (long long)t->line[r], (int)(t->instance_offsets[i + 1] - t->instance_offsets[i]),
+                     t->instance_names + t->instance_offsets[i]);
+    }
     for (size_t s = 0; s < n_slots; s++) {
-      hits[s] = project_slot(segs, nseg, slot_value[s], slot_kind[s], bb, bs);
+      hits[s] = project_slot(segs, nseg, step, slot_value[s], slot_kind[s], bb, bs);
       sum_blocks[(size_t)g * n_slots + s] += hits[s];
       sum_tokens[(size_t)g * n_slots + s] += hits[s] * bs;
     }

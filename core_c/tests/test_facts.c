@@ -26,8 +26,8 @@ static void test_round_trip(lh_facts_reader *r) {
   char err[LH_ERR_LEN], buf[512];
   size_t n = 0;
   CHECK(lh_facts_render_bound(id_off, lane_off, src, lane, lo, hi, 2, 1) <= sizeof buf);
-  CHECK(lh_facts_render(ids, id_off, ts, lanes, lane_off, bs, bb, src, lane, lens, lo, hi, segs, 1, blocks, cuts, 2,
-                        buf, sizeof buf, &n, err, sizeof err) == LH_OK);
+  CHECK(lh_facts_render(ids, id_off, ts, lanes, lane_off, bs, bb, NULL, src, lane, lens, lo, hi, segs, 1, blocks, cuts,
+                        2, buf, sizeof buf, &n, err, sizeof err) == LH_OK);
   lh_facts_table t;
   CHECK(lh_facts_parse(r, buf, n, 2, 1, &t, err, sizeof err) == LH_OK);
   CHECK(t.n_rows == 2 && t.lines == 2 && t.error_line == 0 && t.line[0] == 2 && t.line[1] == 3);
@@ -38,6 +38,60 @@ static void test_round_trip(lh_facts_reader *r) {
   CHECK(t.cut[0] == LH_CUT_NONE && t.cut[1] == LH_CUT_COLD);
   CHECK(t.n_segs == 2 && t.seg_offsets[1] == 2 && t.seg_offsets[2] == 2);
   CHECK(t.segs[0] == 1 && t.segs[1] == 2 && t.segs[2] == 4 && t.segs[3] == 1);
+}
+
+/* Hybrid lanes' rows (HYBRID_G5.md 3.3): "bytes:" on write; bytes:, mamba:, rle: and untagged on
+ * read; a byte-step row's thresholds may exceed INT64_MAX; the query projects them in bytes and
+ * refuses a block capacity naming the line and instance. */
+static void test_byte_steps(lh_facts_reader *r) {
+  const char ids[] = "r1r2";
+  int64_t id_off[] = {0, 2, 4}, ts[] = {1000, 2000};
+  const char lanes[] = "m1";
+  int64_t lane_off[] = {0, 2}, bs[] = {4}, bb[] = {16384};
+  uint8_t steps[] = {LH_FACTS_BYTES};
+  int64_t src[] = {0, 1}, lens[] = {17, 17}, lo[] = {0, 0}, hi[] = {0, 2};
+  int32_t lane[] = {0, 0};
+  int64_t segs[] = {53248, 3, 73728, 4};
+  char err[LH_ERR_LEN], buf[512];
+  size_t n = 0;
+  CHECK(lh_facts_render(ids, id_off, ts, lanes, lane_off, bs, bb, steps, src, lane, lens, lo, hi, segs, 0, NULL, NULL,
+                        2, buf, sizeof buf, &n, err, sizeof err) == LH_OK);
+  const char *want = "r1,m1,1000,17,4,16384,\"bytes:[]\"\nr2,m1,2000,17,4,16384,\"bytes:[[53248,3],[73728,4]]\"\n";
+  CHECK(n == strlen(want) && memcmp(buf, want, n) == 0);
+  lh_facts_table t;
+  const char *rows =
+      "r1,m1,1000,17,4,16384,\"bytes:[]\"\nr2,m1,2000,17,4,16384,\"bytes:[[53248,3],[73728,4]]\"\n"
+      "t,i,1,20,4,4,\"mamba:[[4096,1],[18446744073709551615,2]]\"\nt,i,1,20,4,4,\"rle:[[1,2]]\"\n"
+      "t,i,1,20,4,4,\"[[1,2]]\"\n";
+  CHECK(parse(r, rows, 0, &t, err) == LH_OK && t.n_rows == 5);
+  CHECK(t.step[0] == 1 && t.step[1] == 1 && t.step[2] == 1 && t.step[3] == 0 && t.step[4] == 0);
+  CHECK(t.seg_offsets[1] == 0 && t.seg_offsets[2] == 2 && t.segs[0] == 53248 && t.segs[3] == 4);
+  CHECK((uint64_t)t.segs[6] == UINT64_MAX && t.segs[8] == 1 && t.segs[9] == 2);
+  uint64_t value[] = {53248, 0}, blocks[4] = {0}, tokens[4] = {0}, reqs[2] = {0}, input[2] = {0};
+  uint8_t kind[] = {LH_SLOT_BYTES, LH_SLOT_INFINITE};
+  int32_t group[] = {0, 0, 1, 1, 1};
+  size_t done = 0;
+  CHECK(lh_query_chunk(&t, 0, value, kind, 2, group, blocks, tokens, reqs, input, NULL, 0, NULL, &done, err,
+                       sizeof err) == LH_OK);
+  CHECK(blocks[0] == 3 && blocks[1] == 4 && tokens[0] == 12 && input[0] == 34);
+  CHECK(blocks[2] == 1 + 2 + 2 && blocks[3] == 2 + 2 + 2); /* 53248 B: mamba row 1; RLE rows at 53248/4 blocks */
+  uint8_t unit[] = {LH_SLOT_BLOCKS};
+  CHECK(lh_query_chunk(&t, 0, value, unit, 1, group, blocks, tokens, reqs, input, NULL, 0, NULL, &done, err,
+                       sizeof err) == LH_EINVAL);
+  CHECK(done == 0 && strstr(err, "facts line 2: instance m1 is a hybrid lane") != NULL);
+  const char *bad[][2] = {
+      {"a,i,1,16,4,100,\"bytes:[[0,1]]\"", "hit_curve point 1 must be above 0"},
+      {"a,i,1,16,4,100,\"bytes:[[5,2],[5,3]]\"", "hit_curve point 2 must be above 0 and above the previous"},
+      {"a,i,1,16,4,100,\"bytes:[[5,2],[6,2]]\"", "hit_curve point 2 must be above 0 and above the previous"},
+      {"a,i,1,16,4,100,\"bytes:[[5,5]]\"", "hit_curve has 5 hit blocks but the request has only 4 complete blocks"},
+      {"a,i,1,16,4,100,\"foo:[[1,1]]\"", "hit_curve must start with '['"},
+      {"a,i,1,16,4,100,\"bytes:[[18446744073709551616,1]]\"", "hit_curve segment start is not a valid integer"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    CHECK(parse(r, bad[i][0], 0, &t, err) == LH_EPARSE);
+    if (strstr(err, bad[i][1]) == NULL) fprintf(stderr, "byte-step message %zu: got %s\n", i, err);
+    CHECK(strstr(err, bad[i][1]) != NULL);
+  }
 }
 
 /* Every reason the reader gives, verbatim: rows are rejected with their line and message. */
@@ -196,6 +250,7 @@ int main(void) {
   char err[LH_ERR_LEN];
   CHECK(lh_facts_reader_create(&r, err, sizeof err) == LH_OK);
   test_round_trip(r);
+  test_byte_steps(r);
   test_messages(r);
   test_query(r);
   test_format_g();

@@ -314,6 +314,7 @@ class TraceKind(JobKind[SpecT]):
     options_model: ClassVar[type[BaseModel] | None] = None
     options_description: ClassVar[str] = ""
     ttl_lanes: ClassVar[bool] = True  # False: a lane with a TTL is refused (policies model no TTL)
+    hybrid_lanes: ClassVar[bool] = False  # True: hybrid lanes (linear_step > 0) run (the replay)
     chunk_arrays: ClassVar[int] = 0  # arrays each part emits per chunk, merged in input order
     part_arrays: ClassVar[tuple[str, ...]] = ()  # names of the arrays of a part's output
     cancelled: ClassVar[str] = "cancelled; nothing published"  # the error of a cancelled job
@@ -348,6 +349,21 @@ class TraceKind(JobKind[SpecT]):
 
     def check(self, spec: ReplaySpec) -> None:
         """Refuses a config the kind cannot run (ConfigError naming the field)."""
+        if not self.hybrid_lanes:
+            from litehit.errors import ConfigError, ConfigIssue
+
+            for i, inst in enumerate(spec.instances):
+                if inst.linear_step > 0:
+                    raise ConfigError(
+                        [
+                            ConfigIssue(
+                                f"instances[{i}].linear_step",
+                                inst.linear_step,
+                                f"lane {inst.instance_id} is a hybrid lane (linear-attention states): the {self.what} "
+                                "works on Full-only lanes; litehit replay, query and curve answer hybrid lanes",
+                            )
+                        ]
+                    )
         if not self.ttl_lanes:
             from litehit.policies.options import check_sweepable
 

@@ -172,6 +172,7 @@ class ReplayKind(TraceKind[ReplayJobSpec]):
     view_totals = True
     parts_description = "one row per lane: progress and outcome"
     chunk_arrays = 3  # each lane's facts of each chunk: segments, their offsets, cut reasons
+    hybrid_lanes = True  # a hybrid lane's facts are its byte-step points
     cancelled = "cancelled; nothing was published"
     artifacts: ClassVar[tuple[Artifact, ...]] = (
         Artifact(

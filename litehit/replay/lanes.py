@@ -1,4 +1,5 @@
-"""A lane at run time: the C lane core of one configured instance, fed LaneWork in order."""
+"""A lane at run time: the C lane core of one configured instance (the hybrid core for a lane with
+linear-attention states), fed LaneWork in order."""
 
 from __future__ import annotations
 
@@ -27,16 +28,34 @@ class LaneRunner:
     """Owns the C lane core of one lane. ``keep_expired`` makes cut reasons exact (extended facts)."""
 
     def __init__(self, spec: LaneSpec, *, keep_expired: bool = False) -> None:
+        from core_c.hybrid import HybridLane
+
         self.spec = spec
-        self.core = core_c.Lane(ttl_ns=spec.ttl_ns, keep_expired=keep_expired)
+        self.core: core_c.Lane | HybridLane
+        if spec.hybrid:
+            self.core = HybridLane(
+                full_charge=spec.block_bytes,
+                linear_charge=spec.linear_charge,
+                step_blocks=spec.step_blocks,
+                ttl_ns=spec.ttl_ns,
+            )
+        else:
+            self.core = core_c.Lane(ttl_ns=spec.ttl_ns, keep_expired=keep_expired)
         self.requests = 0
         self.blocks = 0
 
     def run(self, work: LaneWork) -> LaneFacts:
-        facts = self.core.process_batch(work.keys, work.offsets, work.timestamps)
+        """The chunk's facts: the lane core's curves, or a hybrid lane's byte-step points (their
+        thresholds as int64 bits; no cut reasons: extended facts are Full-only)."""
+        if isinstance(self.core, core_c.Lane):
+            facts = self.core.process_batch(work.keys, work.offsets, work.timestamps)
+            out = LaneFacts(facts.segments, facts.seg_offsets, facts.cuts)
+        else:
+            steps = self.core.process_batch(work.keys, work.offsets, work.timestamps)
+            out = LaneFacts(steps.points.view(np.int64), steps.point_offsets, np.zeros(work.requests, np.uint8))
         self.requests += work.requests
         self.blocks += len(work.keys)
-        return LaneFacts(facts.segments, facts.seg_offsets, facts.cuts)
+        return out
 
     def stats(self) -> LaneStats:
         core = self.core.stats()

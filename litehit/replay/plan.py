@@ -52,6 +52,13 @@ class LaneSpec:
     block_bytes: int
     ttl_ns: int
     prefix_hash: bool
+    linear_charge: int = 0  # hybrid lane: bytes of a saved linear-attention state (0: Full-only)
+    step_blocks: int = 0  # hybrid lane: blocks between saved states
+
+    @property
+    def hybrid(self) -> bool:
+        """A lane of Full blocks and linear-attention states (byte-step facts, lh_hybrid.h)."""
+        return self.linear_charge > 0
 
 
 class LaneAssigner(Protocol):
@@ -108,6 +115,8 @@ def make_plan(spec: ReplaySpec, fmt: TraceFormat, path: str | None = None) -> Re
             block_bytes=spec.block_bytes_of(inst),
             ttl_ns=spec.group_of(inst).ttl_ns,
             prefix_hash=spec.group_of(inst).prefix_hash_for(fmt),
+            linear_charge=inst.linear_charge_bytes,
+            step_blocks=inst.linear_step_blocks,
         )
         for i, inst in enumerate(spec.instances)
     )

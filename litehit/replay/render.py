@@ -52,4 +52,7 @@ def render_chunk(plan: ReplayPlan, chunk: ChunkPlan, facts: Sequence[LaneFacts])
         segments=segments,
         blocks=None if blocks is None else np.ascontiguousarray(blocks),
         cuts=None if cuts is None else np.ascontiguousarray(cuts),
+        lane_steps=np.array([lane.hybrid for lane in plan.lanes], dtype=np.uint8)
+        if any(lane.hybrid for lane in plan.lanes)
+        else None,
     )

@@ -92,7 +92,7 @@ def _segment_rows(seg_offsets: Int64Array, rows: Int64Array) -> Int64Array:
 
 def load_lanes(path: str | Path) -> list[LaneFacts]:
     """Every lane of a facts file, in order of first appearance (FactsError on a bad row)."""
-    stream = FactsStream(path)
+    stream = FactsStream(path, what="this command (tiers, plan, routes)")
     parts: list[_Parts] = []
     for chunk, groups in stream:
         while len(parts) < len(stream.instances):

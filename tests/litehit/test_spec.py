@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import config, group, instance
+from helpers import config, group, hybrid_instance, instance
 
 from litehit.errors import ConfigError
 from litehit.spec import TraceFormat, load_replay_config, parse_replay_spec
@@ -162,7 +162,37 @@ def test_nested_paths_are_named() -> None:
         (
             {"instances": [{**instance("i1"), "linear_step": 2}]},
             "instances[0].linear_step",
-            "instance[i1] has linear_step=2; the facts replay is Full-only",
+            "RegisterInstance[i1] failed: linear_step=2 tokens is not a multiple of block_size=4 for instance[i1]",
+        ),
+        (
+            {"instances": [{**instance("i1"), "linear_step": -4}]},
+            "instances[0].linear_step",
+            "RegisterInstance[i1] failed: linear_step must not be negative",
+        ),
+        (
+            {"instances": [{**instance("i1"), "linear_step": 8}]},
+            "instances[0].optimizer_state_info.linear_location_spec_group_name",
+            "RegisterInstance[i1] failed: linear instance[i1] requires a non-empty Mamba spec group",
+        ),
+        (
+            {"instances": [hybrid_instance("i1", linear_step=0)]},
+            "instances[0].optimizer_state_info.linear_location_spec_group_name",
+            "RegisterInstance[i1] failed: full-attention instance[i1] must not configure a linear/Mamba spec group",
+        ),
+        (
+            {"instances": [hybrid_instance("i1", linear_sizes=())]},
+            "instances[0].location_spec_groups[1].spec_names",
+            "RegisterInstance[i1] failed: the linear spec group holds no bytes",
+        ),
+        (
+            {"instances": [hybrid_instance("i1", linear_names=("m9",))]},
+            "instances[0].optimizer_state_info.linear_location_spec_group_name",
+            "RegisterInstance[i1] failed: spec 'm9' is not defined",
+        ),
+        (
+            {"instances": [hybrid_instance("i1")], "facts_format": "extended"},
+            "facts_format",
+            "instance[i1] is a hybrid lane (linear_step 12): extended facts are Full-only",
         ),
         (
             {"instances": [instance("i1", 0)]},
@@ -232,7 +262,20 @@ def test_semantic_rejections_follow_the_original(change: dict[str, Any], path: s
 def test_issues_come_in_the_original_order() -> None:
     data = {**base(), "block_size": 0, "instances": [{**instance("a"), "linear_step": 1}, instance("a")]}
     paths = [p for p, _ in issues(data)]
-    assert paths == ["block_size", "instances[0].linear_step", "instances[1].instance_id"]
+    assert paths == [
+        "block_size",
+        "instances[0].linear_step",
+        "instances[0].optimizer_state_info.linear_location_spec_group_name",
+        "instances[1].instance_id",
+    ]
+
+
+def test_a_hybrid_instance_is_valid_and_charges_its_groups() -> None:
+    from litehit.spec import parse_replay_spec
+
+    spec = parse_replay_spec({**base(), "instances": [hybrid_instance("m1")]})
+    (inst,) = spec.instances
+    assert (inst.block_bytes, inst.linear_charge_bytes, inst.linear_step_blocks) == (16384, 4096, 3)
 
 
 def test_unknown_fields_are_kept_and_reported() -> None:

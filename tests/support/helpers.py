@@ -26,6 +26,30 @@ def instance(
     }
 
 
+def hybrid_instance(
+    instance_id: str,
+    *,
+    linear_step: int = 12,
+    linear_sizes: tuple[int, ...] = (2048, 2048),
+    linear_names: tuple[str, ...] | None = None,
+) -> dict[str, Any]:
+    """HYBRID_G5.md's MakeHybridInfo: block 4, Full specs 2 x 8192, Linear specs 2 x 2048, step 12."""
+    linear_specs = [{"name": f"tp{i}_L1", "size": size} for i, size in enumerate(linear_sizes)]
+    names = list(linear_names) if linear_names is not None else [spec["name"] for spec in linear_specs]
+    return {
+        "instance_group_name": "g1",
+        "instance_id": instance_id,
+        "block_size": 4,
+        "linear_step": linear_step,
+        "location_spec_infos": [{"name": "tp0_F0", "size": 8192}, {"name": "tp1_F0", "size": 8192}, *linear_specs],
+        "location_spec_groups": [
+            {"name": "F0", "spec_names": ["tp0_F0", "tp1_F0"]},
+            {"name": "L1", "spec_names": names},
+        ],
+        "optimizer_state_info": {"full_location_spec_group_name": "F0", "linear_location_spec_group_name": "L1"},
+    }
+
+
 def group(name: str = "g1", ttl_seconds: int = 0, **extra: Any) -> dict[str, Any]:
     return {"name": name, "capacity_gb": [1.0], "eviction_policy": "lru", "ttl_seconds": ttl_seconds, **extra}
 
