@@ -85,8 +85,9 @@ def plot_facts(
     has its own colour, line style and marker; the asked capacities are marked, and so is where
     each lane reaches each target fraction of its plateau."""
     out = Path(out_dir)
-    make_output_dir(out)
     curves = exact_curves(facts, targets) if targets else exact_curves(facts)
+    extended, parts = attribute_misses(facts, [CapacitySlot(-1.0)])  # both reads before any file is written
+    make_output_dir(out)
     marks = [  # a capacity in blocks or tokens has no place on one GiB axis
         min(s.capacity_bytes / GIB, MAX_AXIS_GIB)
         for s in capacities
@@ -146,7 +147,6 @@ def plot_facts(
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=9, title="instance")
     written += save_figure(fig, out / "hit_rate", formats)
 
-    extended, parts = attribute_misses(facts, [CapacitySlot(-1.0)])
     shown = curves[:MAX_PANELS]
     fig, axes = plt.subplots(
         len(shown), 1, figsize=(9, 2.6 * len(shown) + 0.8), squeeze=False, sharex=True, layout="constrained"

@@ -8,6 +8,7 @@ Memory is O(instances x capacities) apart from the output.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -87,6 +88,12 @@ def _numbers(values: Sequence[float | int], fmt: str) -> bytes:
     return b"[" + b",".join(format(v, fmt).encode() for v in values) + b"]"
 
 
+def _gb_text(capacity_gb: float) -> bytes:
+    """A capacity_gb as the original prints it (%g); an infinite one given as inf is -1, the
+    original's infinite capacity (JSON has no Infinity)."""
+    return format(-1.0 if math.isinf(capacity_gb) else capacity_gb, "g").encode()
+
+
 def summary_line(summary: Summary, slots: Sequence[CapacitySlot]) -> bytes:
     """The original's summary line; when a capacity was given with a unit, capacity_gb holds its
     GiB (null for blocks and tokens, whose bytes depend on the lane) and a last key "capacities"
@@ -94,11 +101,7 @@ def summary_line(summary: Summary, slots: Sequence[CapacitySlot]) -> bytes:
     head = b'{"summary":true,'
     if summary.instance_id is not None:
         head += b'"instance_id":' + json_string(summary.instance_id) + b","
-    gb = (
-        b"["
-        + b",".join(b"null" if s.capacity_gb is None else format(s.capacity_gb, "g").encode() for s in slots)
-        + b"]"
-    )
+    gb = b"[" + b",".join(b"null" if s.capacity_gb is None else _gb_text(s.capacity_gb) for s in slots) + b"]"
     tail = b""
     if any(s.unit != "GiB" for s in slots):
         tail = b',"capacities":[' + b",".join(json_string(str(s.recorded_gb).encode()) for s in slots) + b"]"

@@ -36,9 +36,12 @@ __extension__ typedef unsigned __int128 u128;
 
 typedef struct rankset {
   uint64_t *bits; /* SB_WORDS x nsb words */
-  int32_t *fen;   /* Fenwick tree over superblocks, 1-based, nsb entries */
   uint64_t count; /* set bits */
 } rankset;
+
+typedef struct counts2 {
+  int32_t n[2]; /* markers of each type */
+} counts2;
 
 struct lh_hybrid {
   lh_hybrid_config cfg;
@@ -47,8 +50,10 @@ struct lh_hybrid {
   uint64_t step;
   lh_keymap map[2];
   rankset rs[2];
-  uint64_t nsb; /* superblocks allocated, for both types */
-  uint64_t top; /* highest position used */
+  counts2 *fen;     /* Fenwick tree over the closed superblocks (below open_sb), both types at once */
+  uint64_t nsb;     /* superblocks allocated, for both types */
+  uint64_t open_sb; /* the superblock new positions go to: its counts are not in the tree yet */
+  uint64_t top;     /* highest position used */
   /* TTL epochs: a ring of (first position, time) */
   uint64_t *ep_start;
   int64_t *ep_ts;
@@ -79,51 +84,77 @@ static inline unsigned popcount64(uint64_t x) {
 
 /* ---- rank structure ----------------------------------------------------------------------- */
 
-static void fen_add(int32_t *fen, uint64_t nsb, uint64_t sb, int32_t delta) {
-  for (uint64_t i = sb + 1; i <= nsb; i += i & (~i + 1)) fen[i - 1] += delta;
+static void fen_add(lh_hybrid *h, uint64_t sb, int t, int32_t delta) {
+  for (uint64_t i = sb + 1; i <= h->nsb; i += i & (~i + 1)) h->fen[i - 1].n[t] += delta;
 }
 
-static uint64_t fen_prefix(const int32_t *fen, uint64_t k) { /* superblocks 0 .. k-1 */
-  int64_t s = 0;
-  for (uint64_t i = k; i > 0; i -= i & (~i + 1)) s += fen[i - 1];
-  return (uint64_t)s;
-}
-
-/* Markers of type t at positions 1 .. p (p clamped to the positions in use). */
-static uint64_t rank_of(const lh_hybrid *h, int t, uint64_t p) {
+/* Markers of each type at positions 1 .. p (p clamped to the positions in use): one walk of the
+ * tree for both types, then the words of p's superblock. */
+static void rank2(const lh_hybrid *h, uint64_t p, uint64_t out[2]) {
   if (p > h->top) p = h->top;
-  if (p == 0) return 0;
-  const rankset *r = &h->rs[t];
-  uint64_t sb = p >> SB_SHIFT, w = p >> 6, s = fen_prefix(r->fen, sb);
-  for (uint64_t i = sb * SB_WORDS; i < w; i++) s += popcount64(r->bits[i]);
+  out[0] = out[1] = 0;
+  if (p == 0) return;
+  uint64_t sb = p >> SB_SHIFT, w = p >> 6; /* sb <= open_sb: the superblocks below it are closed */
+  int64_t s0 = 0, s1 = 0;
+  for (uint64_t i = sb; i > 0; i -= i & (~i + 1)) {
+    s0 += h->fen[i - 1].n[0];
+    s1 += h->fen[i - 1].n[1];
+  }
   unsigned b = (unsigned)(p & 63);
   uint64_t mask = b == 63 ? UINT64_MAX : ((2ull << b) - 1);
-  return s + popcount64(r->bits[w] & mask);
+  for (int t = 0; t < 2; t++) {
+    const uint64_t *bits = h->rs[t].bits;
+    uint64_t c = 0;
+    for (uint64_t i = sb * SB_WORDS; i < w; i++) c += popcount64(bits[i]);
+    out[t] = (uint64_t)(t == 0 ? s0 : s1) + c + popcount64(bits[w] & mask);
+  }
 }
 
-static void set_bit(lh_hybrid *h, int t, uint64_t p) {
-  rankset *r = &h->rs[t];
-  r->bits[p >> 6] |= 1ull << (p & 63);
-  fen_add(r->fen, h->nsb, p >> SB_SHIFT, 1);
-  r->count++;
+static uint64_t rank_of(const lh_hybrid *h, int t, uint64_t p) {
+  uint64_t c[2];
+  rank2(h, p, c);
+  return c[t];
+}
+
+/* Adds the superblocks from open_sb up to (not including) sb to the tree. */
+static void close_until(lh_hybrid *h, uint64_t sb) {
+  for (; h->open_sb < sb; h->open_sb++) {
+    for (int t = 0; t < 2; t++) {
+      int32_t c = 0;
+      for (uint64_t w = 0; w < SB_WORDS; w++) c += (int32_t)popcount64(h->rs[t].bits[h->open_sb * SB_WORDS + w]);
+      if (c) fen_add(h, h->open_sb, t, c);
+    }
+  }
+}
+
+static void set_bit(lh_hybrid *h, int t, uint64_t p) { /* p is the new top: no tree update */
+  close_until(h, p >> SB_SHIFT);
+  h->rs[t].bits[p >> 6] |= 1ull << (p & 63);
+  h->rs[t].count++;
 }
 
 static void clear_bit(lh_hybrid *h, int t, uint64_t p) {
-  rankset *r = &h->rs[t];
-  r->bits[p >> 6] &= ~(1ull << (p & 63));
-  fen_add(r->fen, h->nsb, p >> SB_SHIFT, -1);
-  r->count--;
+  h->rs[t].bits[p >> 6] &= ~(1ull << (p & 63));
+  if ((p >> SB_SHIFT) < h->open_sb) fen_add(h, p >> SB_SHIFT, t, -1);
+  h->rs[t].count--;
 }
 
-static void fen_build(int32_t *fen, const uint64_t *bits, uint64_t nsb) {
-  for (uint64_t sb = 0; sb < nsb; sb++) {
-    int32_t c = 0;
-    for (uint64_t w = 0; w < SB_WORDS; w++) c += (int32_t)popcount64(bits[sb * SB_WORDS + w]);
-    fen[sb] = c;
+/* The tree of the closed superblocks (below open_sb) from the bitsets. */
+static void fen_build(lh_hybrid *h) {
+  for (uint64_t sb = 0; sb < h->nsb; sb++) {
+    for (int t = 0; t < 2; t++) {
+      int32_t c = 0;
+      for (uint64_t w = 0; sb < h->open_sb && w < SB_WORDS; w++)
+        c += (int32_t)popcount64(h->rs[t].bits[sb * SB_WORDS + w]);
+      h->fen[sb].n[t] = c;
+    }
   }
-  for (uint64_t i = 1; i <= nsb; i++) {
+  for (uint64_t i = 1; i <= h->nsb; i++) {
     uint64_t j = i + (i & (~i + 1));
-    if (j <= nsb) fen[j - 1] += fen[i - 1];
+    if (j <= h->nsb) {
+      h->fen[j - 1].n[0] += h->fen[i - 1].n[0];
+      h->fen[j - 1].n[1] += h->fen[i - 1].n[1];
+    }
   }
 }
 
@@ -137,15 +168,15 @@ static int reserve_positions(lh_hybrid *h, uint64_t need) {
     uint64_t *bits = realloc(h->rs[t].bits, nsb * SB_WORDS * sizeof(uint64_t));
     if (bits == NULL) return -1;
     h->rs[t].bits = bits;
-    int32_t *fen = realloc(h->rs[t].fen, nsb * sizeof(int32_t));
-    if (fen == NULL) return -1;
-    h->rs[t].fen = fen;
   }
+  counts2 *fen = realloc(h->fen, nsb * sizeof(counts2));
+  if (fen == NULL) return -1;
+  h->fen = fen;
   for (int t = 0; t < 2; t++) {
     memset(h->rs[t].bits + h->nsb * SB_WORDS, 0, (nsb - h->nsb) * SB_WORDS * sizeof(uint64_t));
-    fen_build(h->rs[t].fen, h->rs[t].bits, nsb);
   }
   h->nsb = nsb;
+  fen_build(h);
   return 0;
 }
 
@@ -155,8 +186,10 @@ static inline uint64_t alive_from(const lh_hybrid *h) { return h->watermark > 1 
 
 /* Bytes of the markers at positions above p. */
 static uint64_t bytes_above(const lh_hybrid *h, uint64_t p) {
-  u128 full = (u128)(h->rs[FULL].count - rank_of(h, FULL, p)) * h->charge[FULL];
-  u128 linear = (u128)(h->rs[LINEAR].count - rank_of(h, LINEAR, p)) * h->charge[LINEAR];
+  uint64_t c[2];
+  rank2(h, p, c);
+  u128 full = (u128)(h->rs[FULL].count - c[FULL]) * h->charge[FULL];
+  u128 linear = (u128)(h->rs[LINEAR].count - c[LINEAR]) * h->charge[LINEAR];
   return sat64(full + linear);
 }
 
@@ -260,7 +293,11 @@ static void ring_to_front(lh_hybrid *h) {
 }
 
 /* Markers of both types at positions 1 .. p. */
-static uint64_t rank_all(const lh_hybrid *h, uint64_t p) { return rank_of(h, FULL, p) + rank_of(h, LINEAR, p); }
+static uint64_t rank_all(const lh_hybrid *h, uint64_t p) {
+  uint64_t c[2];
+  rank2(h, p, c);
+  return c[0] + c[1];
+}
 
 /* Renumbers the alive markers 1 .. A in order and drops the dead entries. Skipped (nothing
  * changes) when memory for the new maps or bitsets is short: compaction never changes results. */
@@ -268,18 +305,15 @@ static void compact(lh_hybrid *h) {
   uint64_t af = alive_from(h), base = rank_all(h, af - 1);
   lh_keymap maps[2] = {{NULL, 0, 0, MAP_LOAD_PERCENT}, {NULL, 0, 0, MAP_LOAD_PERCENT}};
   uint64_t *bits[2] = {NULL, NULL};
-  int32_t *fen[2] = {NULL, NULL};
   int ok = 1;
   for (int t = 0; t < 2 && ok; t++) {
     bits[t] = calloc(h->nsb * SB_WORDS, sizeof(uint64_t));
-    fen[t] = malloc(h->nsb * sizeof(int32_t));
-    ok = bits[t] != NULL && fen[t] != NULL && lh_keymap_reserve(&maps[t], (size_t)alive_count(h, t)) == 0;
+    ok = bits[t] != NULL && lh_keymap_reserve(&maps[t], (size_t)alive_count(h, t)) == 0;
   }
   if (!ok) {
     for (int t = 0; t < 2; t++) {
       lh_keymap_free(&maps[t]);
       free(bits[t]);
-      free(fen[t]);
     }
     return;
   }
@@ -314,13 +348,12 @@ static void compact(lh_hybrid *h) {
     lh_keymap_free(&h->map[t]);
     h->map[t] = maps[t];
     free(h->rs[t].bits);
-    free(h->rs[t].fen);
     h->rs[t].bits = bits[t];
-    h->rs[t].fen = fen[t];
-    fen_build(fen[t], bits[t], h->nsb);
     h->rs[t].count = h->map[t].count;
   }
   h->top = alive;
+  h->open_sb = alive >> SB_SHIFT;
+  fen_build(h);
   if (h->watermark > 0) h->watermark = 1;
   h->n_compactions++;
 }
@@ -359,8 +392,8 @@ void lh_hybrid_destroy(lh_hybrid *h) {
   for (int t = 0; t < 2; t++) {
     lh_keymap_free(&h->map[t]);
     free(h->rs[t].bits);
-    free(h->rs[t].fen);
   }
+  free(h->fen);
   free(h->ep_start);
   free(h->ep_ts);
   free(h->pref);
@@ -371,10 +404,10 @@ void lh_hybrid_reset(lh_hybrid *h) {
   for (int t = 0; t < 2; t++) {
     lh_keymap_clear(&h->map[t]);
     memset(h->rs[t].bits, 0, h->nsb * SB_WORDS * sizeof(uint64_t));
-    memset(h->rs[t].fen, 0, h->nsb * sizeof(int32_t));
     h->rs[t].count = 0;
   }
-  h->top = 0;
+  memset(h->fen, 0, h->nsb * sizeof(counts2));
+  h->top = h->open_sb = 0;
   h->ep_head = h->ep_len = 0;
   h->watermark = 0;
   h->expired = 0;
@@ -406,6 +439,10 @@ static int reserve_request(lh_hybrid *h, size_t n, char *err, size_t errlen) {
 
 /* Phase 1 on the snapshot: writes the request's points, returns their number. */
 static size_t evaluate(lh_hybrid *h, const int64_t *keys, size_t n, uint64_t *pts) {
+  for (size_t i = 0; i < n; i++) {
+    lh_keymap_prefetch(&h->map[FULL], keys[i]);
+    if (h->linear) lh_keymap_prefetch(&h->map[LINEAR], keys[i]);
+  }
   size_t covered = 0;
   uint64_t run = 0;
   while (covered < n) {
@@ -503,7 +540,7 @@ void lh_hybrid_get_stats(const lh_hybrid *h, lh_hybrid_stats *s) {
   s->requests = h->n_requests;
   s->accesses = h->n_accesses;
   s->memory_bytes = sizeof *h + lh_keymap_memory(&h->map[FULL]) + lh_keymap_memory(&h->map[LINEAR]) +
-                    2 * h->nsb * (SB_WORDS * sizeof(uint64_t) + sizeof(int32_t)) +
+                    h->nsb * (2 * SB_WORDS * sizeof(uint64_t) + sizeof(counts2)) +
                     h->ep_cap * (sizeof(uint64_t) + sizeof(int64_t)) + h->pref_cap * sizeof(uint64_t);
 }
 
