@@ -77,7 +77,7 @@ void lh_hybrid_reset(lh_hybrid *h);
  * uint64 (a request has at most one point per block), flat (min_total_capacity_bytes,
  * hit_blocks) pairs; point_offsets, n_req + 1 entries: request r's points are pairs
  * point_offsets[r] .. point_offsets[r+1]. LH_OK with *n_done = n_req, or an error with *n_done =
- * the failing request (LH_EINVAL bad offsets, LH_ENOMEM, LH_ERANGE more than 2^31 objects): the
+ * the failing request (LH_EINVAL bad offsets, LH_ENOMEM, LH_ERANGE more than 2^30 objects): the
  * requests before it are committed and written, the failing one changed nothing. */
 int lh_hybrid_process_batch(lh_hybrid *h, const int64_t *keys, size_t n_keys, const int64_t *offsets,
                             const int64_t *timestamps, size_t n_req, uint64_t *points, int64_t *point_offsets,

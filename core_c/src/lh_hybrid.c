@@ -26,8 +26,10 @@
 #define SB_WORDS 8 /* 64-bit words per superblock */
 #define SLACK 4096u
 #define MIN_SB 16u
-#define POS_LIMIT 0xFFFFFFFEull  /* largest position (LH_NIL excluded) */
-#define MAX_OBJECTS (1ull << 31) /* objects of both types tracked at once */
+#define POS_LIMIT 0x7FFFFFFEull  /* largest position (the top bit of a map value is STATE_FLAG) */
+#define MAX_OBJECTS (1ull << 30) /* objects of both types tracked at once */
+#define POS_MASK 0x7FFFFFFFu
+#define STATE_FLAG 0x80000000u /* in a Full entry: the key may have a Linear state (never a false no) */
 #define MAP_LOAD_PERCENT 80
 
 enum { FULL = 0, LINEAR = 1 };
@@ -62,6 +64,9 @@ struct lh_hybrid {
   uint64_t expired;
   /* per-request scratch: the running maximum of the Full coverage */
   uint64_t *pref;
+  size_t *fslot, *lslot; /* the map slot of each key looked up in phase 1 (NO_SLOT: absent), reused by
+                          * the commit: a present key's slot does not move during a request */
+  size_t n_fslot, n_lslot;
   size_t pref_cap;
   uint64_t n_requests, n_accesses, n_compactions;
 };
@@ -193,23 +198,44 @@ static uint64_t bytes_above(const lh_hybrid *h, uint64_t p) {
   return sat64(full + linear);
 }
 
-/* RequiredBytes of key as type t: 0 when absent or dead (a real answer is >= its charge >= 1). */
-static uint64_t required(const lh_hybrid *h, int t, int64_t key) {
-  uint32_t p = lh_keymap_get(&h->map[t], key);
-  if (p == LH_NIL || p < alive_from(h)) return 0;
+#define NO_SLOT SIZE_MAX
+
+/* RequiredBytes of key as type t: 0 when absent or dead (a real answer is >= its charge >= 1);
+ * *slot = the map slot holding the key, NO_SLOT when absent. */
+static uint64_t required(const lh_hybrid *h, int t, int64_t key, size_t *slot) {
+  const lh_keymap *m = &h->map[t];
+  *slot = NO_SLOT;
+  if (m->slots == NULL) return 0;
+  size_t i = lh_keymap_find(m, key);
+  uint32_t v = lh_keymap_val(m, i);
+  if (v == LH_NIL) return 0;
+  *slot = i;
+  uint32_t p = v & POS_MASK;
+  if (p < alive_from(h)) return 0;
   return sat64((u128)h->charge[t] + bytes_above(h, p));
 }
 
-static void touch(lh_hybrid *h, int t, int64_t key) {
+/* Touches the key held in map slot i (found present in this request's phase 1); flag: STATE_FLAG
+ * when a Full block's state was just written (a Full entry keeps the flag it had). */
+static void touch_slot(lh_hybrid *h, int t, size_t i, uint32_t flag) {
+  lh_keymap *m = &h->map[t];
+  uint32_t old = lh_keymap_val(m, i);
+  clear_bit(h, t, old & POS_MASK);
+  uint64_t p = ++h->top;
+  lh_keymap_set_val(m, i, (uint32_t)p | (old & STATE_FLAG) | flag);
+  set_bit(h, t, p);
+}
+
+static void touch(lh_hybrid *h, int t, int64_t key, uint32_t flag) {
   lh_keymap *m = &h->map[t];
   size_t i = lh_keymap_find(m, key);
   uint32_t old = lh_keymap_val(m, i);
   uint64_t p = ++h->top;
   if (old != LH_NIL) {
-    clear_bit(h, t, old);
-    lh_keymap_set_val(m, i, (uint32_t)p);
+    clear_bit(h, t, old & POS_MASK);
+    lh_keymap_set_val(m, i, (uint32_t)p | (old & STATE_FLAG) | flag);
   } else {
-    lh_keymap_put_at(m, i, key, (uint32_t)p);
+    lh_keymap_put_at(m, i, key, (uint32_t)p | flag);
   }
   set_bit(h, t, p);
 }
@@ -301,29 +327,53 @@ static uint64_t rank_all(const lh_hybrid *h, uint64_t p) {
 
 /* Renumbers the alive markers 1 .. A in order and drops the dead entries. Skipped (nothing
  * changes) when memory for the new maps or bitsets is short: compaction never changes results. */
+/* Markers of both types at positions 1 .. p, from `before` (markers of both types in the words
+ * below p's, prefix sums) and p's word: no tree walk. */
+static uint64_t rank_scan(const lh_hybrid *h, const uint64_t *before, uint64_t p) {
+  uint64_t w = p >> 6;
+  unsigned b = (unsigned)(p & 63);
+  uint64_t mask = b == 63 ? UINT64_MAX : ((2ull << b) - 1);
+  return before[w] + popcount64(h->rs[FULL].bits[w] & mask) + popcount64(h->rs[LINEAR].bits[w] & mask);
+}
+
+/* Renumbers the alive markers 1 .. A in order. With dead entries (below the TTL watermark) the
+ * maps are rebuilt without them; else their values are rewritten in place. Skipped (nothing
+ * changes) when memory is short: compaction never changes results. */
 static void compact(lh_hybrid *h) {
   uint64_t af = alive_from(h), base = rank_all(h, af - 1);
+  int rebuild = base > 0;
   lh_keymap maps[2] = {{NULL, 0, 0, MAP_LOAD_PERCENT}, {NULL, 0, 0, MAP_LOAD_PERCENT}};
   uint64_t *bits[2] = {NULL, NULL};
-  int ok = 1;
+  uint64_t words = h->nsb * SB_WORDS;
+  uint64_t *before = malloc((words + 1) * sizeof(uint64_t));
+  int ok = before != NULL;
   for (int t = 0; t < 2 && ok; t++) {
     bits[t] = calloc(h->nsb * SB_WORDS, sizeof(uint64_t));
-    ok = bits[t] != NULL && lh_keymap_reserve(&maps[t], (size_t)alive_count(h, t)) == 0;
+    ok = bits[t] != NULL && (!rebuild || lh_keymap_reserve(&maps[t], (size_t)alive_count(h, t)) == 0);
   }
   if (!ok) {
     for (int t = 0; t < 2; t++) {
       lh_keymap_free(&maps[t]);
       free(bits[t]);
     }
+    free(before);
     return;
   }
+  before[0] = 0;
+  for (uint64_t w = 0; w < words; w++) {
+    before[w + 1] = before[w] + popcount64(h->rs[FULL].bits[w]) + popcount64(h->rs[LINEAR].bits[w]);
+  }
   for (int t = 0; t < 2; t++) {
-    const lh_keymap *m = &h->map[t];
+    lh_keymap *m = &h->map[t];
     for (size_t i = 0; i < lh_keymap_capacity(m); i++) {
-      uint32_t p = lh_keymap_val(m, i);
-      if (p == LH_NIL || p < af) continue;
-      uint64_t q = rank_all(h, p) - base;
-      lh_keymap_put(&maps[t], lh_keymap_key(m, i), (uint32_t)q);
+      uint32_t v = lh_keymap_val(m, i), p = v & POS_MASK;
+      if (v == LH_NIL || p < af) continue;
+      uint64_t q = rank_scan(h, before, p) - base;
+      if (rebuild) {
+        lh_keymap_put(&maps[t], lh_keymap_key(m, i), (uint32_t)q | (v & STATE_FLAG));
+      } else {
+        lh_keymap_set_val(m, i, (uint32_t)q | (v & STATE_FLAG));
+      }
       bits[t][q >> 6] |= 1ull << (q & 63);
     }
   }
@@ -332,7 +382,7 @@ static void compact(lh_hybrid *h) {
   ring_to_front(h);
   size_t out = 0;
   for (size_t k = 0; k < h->ep_len; k++) {
-    uint64_t start = h->ep_start[k] <= af ? 1 : 1 + rank_all(h, h->ep_start[k] - 1) - base;
+    uint64_t start = h->ep_start[k] <= af ? 1 : 1 + rank_scan(h, before, h->ep_start[k] - 1) - base;
     if (out > 0 && h->ep_start[out - 1] == start) {
       h->ep_ts[out - 1] = h->ep_ts[k];
     } else {
@@ -345,12 +395,15 @@ static void compact(lh_hybrid *h) {
   h->ep_head = 0;
   uint64_t alive = rank_all(h, h->top) - base;
   for (int t = 0; t < 2; t++) {
-    lh_keymap_free(&h->map[t]);
-    h->map[t] = maps[t];
+    if (rebuild) {
+      lh_keymap_free(&h->map[t]);
+      h->map[t] = maps[t];
+    }
     free(h->rs[t].bits);
     h->rs[t].bits = bits[t];
     h->rs[t].count = h->map[t].count;
   }
+  free(before);
   h->top = alive;
   h->open_sb = alive >> SB_SHIFT;
   fen_build(h);
@@ -397,6 +450,8 @@ void lh_hybrid_destroy(lh_hybrid *h) {
   free(h->ep_start);
   free(h->ep_ts);
   free(h->pref);
+  free(h->fslot);
+  free(h->lslot);
   free(h);
 }
 
@@ -429,9 +484,20 @@ static int reserve_request(lh_hybrid *h, size_t n, char *err, size_t errlen) {
     return lh_fail(err, errlen, LH_ENOMEM, "out of memory in a hybrid lane");
   }
   if (n > h->pref_cap) {
-    uint64_t *pref = realloc(h->pref, n * sizeof *pref);
-    if (pref == NULL) return lh_fail(err, errlen, LH_ENOMEM, "out of memory in a hybrid lane");
+    uint64_t *pref = malloc(n * sizeof *pref);
+    size_t *fslot = malloc(n * sizeof *fslot), *lslot = malloc(n * sizeof *lslot);
+    if (pref == NULL || fslot == NULL || lslot == NULL) {
+      free(pref);
+      free(fslot);
+      free(lslot);
+      return lh_fail(err, errlen, LH_ENOMEM, "out of memory in a hybrid lane");
+    }
+    free(h->pref);
+    free(h->fslot);
+    free(h->lslot);
     h->pref = pref;
+    h->fslot = fslot;
+    h->lslot = lslot;
     h->pref_cap = n;
   }
   return LH_OK;
@@ -439,17 +505,19 @@ static int reserve_request(lh_hybrid *h, size_t n, char *err, size_t errlen) {
 
 /* Phase 1 on the snapshot: writes the request's points, returns their number. */
 static size_t evaluate(lh_hybrid *h, const int64_t *keys, size_t n, uint64_t *pts) {
-  for (size_t i = 0; i < n; i++) {
-    lh_keymap_prefetch(&h->map[FULL], keys[i]);
-    if (h->linear) lh_keymap_prefetch(&h->map[LINEAR], keys[i]);
-  }
+  for (size_t i = 0; i < n; i++) lh_keymap_prefetch(&h->map[FULL], keys[i]);
   size_t covered = 0;
   uint64_t run = 0;
+  h->n_fslot = h->n_lslot = 0;
   while (covered < n) {
-    uint64_t r = required(h, FULL, keys[covered]);
+    uint64_t r = required(h, FULL, keys[covered], &h->fslot[covered]);
+    h->n_fslot = covered + 1;
     if (r == 0) break;
     run = max64(run, r);
     h->pref[covered++] = run;
+  }
+  for (size_t p = 0; h->linear && p < covered; p++) { /* the states that may exist */
+    if (lh_keymap_val(&h->map[FULL], h->fslot[p]) & STATE_FLAG) lh_keymap_prefetch(&h->map[LINEAR], keys[p]);
   }
   size_t m = 0;
   uint64_t last = 0;
@@ -459,7 +527,12 @@ static size_t evaluate(lh_hybrid *h, const int64_t *keys, size_t n, uint64_t *pt
       threshold = max64(h->pref[p], sat64((u128)last + h->charge[FULL]));
       last = threshold;
     } else {
-      uint64_t r = required(h, LINEAR, keys[p]);
+      h->n_lslot = p + 1;
+      if (!(lh_keymap_val(&h->map[FULL], h->fslot[p]) & STATE_FLAG)) { /* no state was ever written here */
+        h->lslot[p] = NO_SLOT;
+        continue;
+      }
+      uint64_t r = required(h, LINEAR, keys[p], &h->lslot[p]);
       if (r == 0) continue;
       threshold = max64(h->pref[p], r);
       while (m > 0 && pts[2 * (m - 1)] >= threshold) m--;
@@ -473,8 +546,20 @@ static size_t evaluate(lh_hybrid *h, const int64_t *keys, size_t n, uint64_t *pt
 
 static void commit(lh_hybrid *h, const int64_t *keys, size_t n) {
   for (size_t i = n; i-- > 0;) {
-    if (h->linear && ((i + 1) % h->step == 0 || i == n - 1)) touch(h, LINEAR, keys[i]);
-    touch(h, FULL, keys[i]);
+    uint32_t flag = 0;
+    if (h->linear && ((i + 1) % h->step == 0 || i == n - 1)) {
+      if (i < h->n_lslot && h->lslot[i] != NO_SLOT) {
+        touch_slot(h, LINEAR, h->lslot[i], 0);
+      } else {
+        touch(h, LINEAR, keys[i], 0);
+      }
+      flag = STATE_FLAG;
+    }
+    if (i < h->n_fslot && h->fslot[i] != NO_SLOT) {
+      touch_slot(h, FULL, h->fslot[i], flag);
+    } else {
+      touch(h, FULL, keys[i], flag);
+    }
   }
 }
 
@@ -541,7 +626,8 @@ void lh_hybrid_get_stats(const lh_hybrid *h, lh_hybrid_stats *s) {
   s->accesses = h->n_accesses;
   s->memory_bytes = sizeof *h + lh_keymap_memory(&h->map[FULL]) + lh_keymap_memory(&h->map[LINEAR]) +
                     h->nsb * (2 * SB_WORDS * sizeof(uint64_t) + sizeof(counts2)) +
-                    h->ep_cap * (sizeof(uint64_t) + sizeof(int64_t)) + h->pref_cap * sizeof(uint64_t);
+                    h->ep_cap * (sizeof(uint64_t) + sizeof(int64_t)) +
+                    h->pref_cap * (sizeof(uint64_t) + 2 * sizeof(size_t));
 }
 
 int lh_hybrid_check(const lh_hybrid *h, char *err, size_t errlen) {
@@ -556,8 +642,15 @@ int lh_hybrid_check(const lh_hybrid *h, char *err, size_t errlen) {
                      (unsigned long long)rank_of(h, t, h->top), (unsigned long long)h->rs[t].count);
     }
     for (size_t i = 0; i < lh_keymap_capacity(m); i++) {
-      uint32_t p = lh_keymap_val(m, i);
-      if (p == LH_NIL) continue;
+      uint32_t v = lh_keymap_val(m, i), p = v & POS_MASK;
+      if (v == LH_NIL) continue;
+      if (t == LINEAR && (v & STATE_FLAG)) {
+        return lh_fail(err, errlen, LH_EINVAL, "a Linear entry carries the state flag");
+      }
+      if (t == LINEAR && !(lh_keymap_get(&h->map[FULL], lh_keymap_key(m, i)) & STATE_FLAG)) {
+        return lh_fail(err, errlen, LH_EINVAL, "key %lld has a Linear state but its Full entry no flag",
+                       (long long)lh_keymap_key(m, i));
+      }
       if (p == 0 || p > h->top || !((h->rs[t].bits[p >> 6] >> (p & 63)) & 1)) {
         return lh_fail(err, errlen, LH_EINVAL, "type %d: key %lld maps to position %u without its marker", t,
                        (long long)lh_keymap_key(m, i), p);
