@@ -115,5 +115,5 @@ class FactsStream:
             self.path,
             int(chunk.column("line")[row]),
             f"instance {name} is a hybrid lane (byte-step facts): {what} Full-only facts; "
-            "litehit query and litehit curve answer it in bytes",
+            "litehit query, curve, misses, plot and report answer it in bytes",
         )

@@ -8,6 +8,10 @@
 The parts add up exactly to the input tokens. Plain 7-column facts cannot tell cold from expired
 (their sum is reported as cold_or_expired); extended facts (replay with facts_format
 "extended") can, exactly: the replay remembers expired keys for that purpose.
+
+A hybrid lane's byte-step rows (HYBRID_G5.md) count as resident at infinite capacity the blocks
+up to its deepest restore point (its last point's hit blocks); the rest of its complete blocks
+(cold, expired, or no restorable state there) is cold_or_expired. Its capacities are in bytes.
 """
 
 from __future__ import annotations
@@ -19,8 +23,10 @@ from typing import Any
 
 import numpy as np
 
+from core_c.errors import CoreInvalidArgument
 from core_c.lane import CUT_COLD, CUT_EXPIRED
 from litehit.capacity import CapacitySlot
+from litehit.errors import FactsError
 from litehit.facts import FactsStream
 from litehit.query import slot_arrays
 
@@ -49,7 +55,7 @@ def attribute_misses(path: str | Path, slots: Sequence[CapacitySlot]) -> tuple[b
     all_slots = [*slots, CapacitySlot(-1.0)]  # the infinite value separates hits from evictions
     n = len(all_slots)
     slot_values, slot_kinds = slot_arrays(all_slots)
-    stream = FactsStream(path, what="the miss analysis (misses, plot, report)")
+    stream = FactsStream(path, byte_steps=True)  # block or token capacities on hybrid rows: the query refuses
     cap = 16
     sums = _zeros(cap, n)
     full = np.zeros(cap, np.int64)  # tokens in complete blocks
@@ -61,11 +67,16 @@ def attribute_misses(path: str | Path, slots: Sequence[CapacitySlot]) -> tuple[b
             sums = (_grow(sums[0], cap * n), _grow(sums[1], cap * n), _grow(sums[2], cap), _grow(sums[3], cap))
             full = _grow(full, cap)
             beyond = {k: _grow(v, cap) for k, v in beyond.items()}
-        chunk.query(slot_values, slot_kinds, groups, sums)
+        try:
+            chunk.query(slot_values, slot_kinds, groups, sums)
+        except CoreInvalidArgument as exc:  # a block or token capacity on a hybrid lane's row
+            raise FactsError(str(path), 0, exc.message) from None
         bs, blocks, cut = chunk.column("block_size"), chunk.column("blocks"), chunk.column("cut")
         seg_offsets, segs = chunk.column("seg_offsets"), chunk.column("segs")
         rows_of_seg = np.repeat(np.arange(chunk.rows), np.diff(seg_offsets))
         resident = np.bincount(rows_of_seg, weights=segs[:, 1], minlength=chunk.rows).astype(np.int64)
+        steps = np.flatnonzero(chunk.column("step") & (np.diff(seg_offsets) > 0))
+        resident[steps] = segs[seg_offsets[steps + 1] - 1, 1]  # byte steps: the deepest restore point
         np.add.at(full, groups, blocks * bs)
         for code, acc in beyond.items():
             mine = cut == code

@@ -360,7 +360,7 @@ class TraceKind(JobKind[SpecT]):
                                 f"instances[{i}].linear_step",
                                 inst.linear_step,
                                 f"lane {inst.instance_id} is a hybrid lane (linear-attention states): the {self.what} "
-                                "works on Full-only lanes; litehit replay, query and curve answer hybrid lanes",
+                                "works on Full-only lanes; litehit replay, then query, curve, misses, plot or report of its facts answer hybrid lanes",
                             )
                         ]
                     )

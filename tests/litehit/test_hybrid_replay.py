@@ -523,31 +523,43 @@ def test_query_refuses_unit_capacities_on_hybrid_rows(tmp_path: Path, capsys: py
     assert out == ""
 
 
-@pytest.mark.parametrize(
-    "argv",
-    [
-        ["misses", "--capacity-gb", "1", "inf"],
-        ["tiers", "--tier", "hbm=64KiB", "--tier", "dram=inf"],
-        ["report", "-o", "{tmp}/report.html"],
-        ["plot", "-o", "{tmp}/plots"],
-    ],
-    ids=["misses", "tiers", "report", "plot"],
-)
-def test_full_only_facts_commands_refuse_hybrid_facts(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                      argv: list[str]) -> None:  # fmt: skip
+def test_tiers_refuse_hybrid_facts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     facts = golden19(tmp_path, capsys)
-    argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
-    code, _, err = run([argv[0], str(facts), *argv[1:]], capsys)
+    code, _, err = run(["tiers", str(facts), "--tier", "hbm=64KiB", "--tier", "dram=inf"], capsys)
     line = one_error_line(code, err, "m1")
     assert "hybrid" in line
-    assert not (tmp_path / "report.html").exists()
 
 
-def test_plot_refusal_writes_no_plot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_misses_of_hybrid_facts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Golden 19 at 53248 B and inf: r2 hits 3 of 4 blocks (12 tokens), the 4th block is lost to
+    the capacity (4 tokens); r1's 4 blocks have no restore point (16 tokens); 2 tail tokens."""
+    from litehit.capacity import parse_capacities
+    from litehit.misses import attribute_misses
+
+    facts = golden19(tmp_path, capsys)
+    _, parts = attribute_misses(facts, parse_capacities(["53248B", "inf"]))
+    assert [(p.hit, p.evicted, p.cold_or_expired, p.tail, p.input_tokens) for p in parts] == [
+        (12, 4, 16, 2, 34),
+        (16, 0, 16, 2, 34),
+    ]
+    code, _, err = run(["misses", str(facts), "--capacity-gb", "10blocks"], capsys)
+    assert "hybrid lane" in one_error_line(code, err, "m1")
+
+
+def test_plot_and_report_of_hybrid_facts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     facts = golden19(tmp_path, capsys)
     code, _, err = run(["plot", str(facts), "-o", str(tmp_path / "plots")], capsys)
-    one_error_line(code, err, "m1")
-    assert not (tmp_path / "plots").exists()
+    assert code == 0, err
+    assert sorted(p.name for p in (tmp_path / "plots").iterdir()) == [
+        "hit_rate.png",
+        "hit_rate.svg",
+        "misses.png",
+        "misses.svg",
+    ]
+    code, _, err = run(["report", str(facts), "-o", str(tmp_path / "report.html")], capsys)
+    assert code == 0, err
+    page = (tmp_path / "report.html").read_text()
+    assert "m1" in page and "47.06%" in page
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,63 @@
+"""Hybrid lanes over HTTP on real workers: ``POST /v1/replays`` with a hybrid instance publishes the
+same bytes: rows as ``litehit replay`` (HYBRID_G5.md 5.5 #19), a query job over them answers byte
+capacities with the CLI's numbers, and a block capacity fails the job with one line naming the
+lane (no 500)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers import config, hybrid_instance, write_rows
+from test_service_api import upload, wait_job
+
+from litehit.cli import main
+
+pytestmark = pytest.mark.service
+
+ROWS = [
+    {"type": "request", "instance_id": "m1", "trace_id": f"r{i}", "timestamp_ns": 1000 * i, "keys": [1, 2, 3, 4],
+     "input_len": 17}
+    for i in (1, 2)
+]  # fmt: skip
+CONFIG: dict[str, Any] = {
+    "block_size": 4,
+    "trace_format": "standard",
+    "instance_groups": [{"name": "g1", "capacity_gb": [1.0], "eviction_policy": "lru", "ttl_seconds": 0}],
+    "instances": [hybrid_instance("m1")],
+}
+FACTS = (
+    b"trace_id,instance_id,timestamp_ns,input_token_len,block_size_tokens,block_bytes,hit_curve\n"
+    b'r1,m1,1000,17,4,16384,"bytes:[]"\n'
+    b'r2,m1,2000,17,4,16384,"bytes:[[53248,3],[73728,4]]"\n'
+)
+
+
+def test_a_hybrid_replay_and_its_query_over_http(api: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    trace = write_rows(tmp_path / "t.jsonl", ROWS)
+    uploaded = upload(api, trace.read_bytes(), "hybrid.jsonl")
+    r = api.post("/v1/replays", json={**CONFIG, "trace_id": uploaded["id"]})
+    assert r.status_code == 202, r.text
+    replay = wait_job(api, r.headers["location"])
+    assert replay["state"] == "succeeded", replay["error"]
+    served = api.get(replay["facts"]["url"])
+    assert served.status_code == 200 and served.content == FACTS
+    local = tmp_path / "config.json"
+    local.write_text(json.dumps(config(trace, tmp_path / "cli", **CONFIG)))
+    assert main(["replay", str(local)]) == 0, capsys.readouterr().err
+    assert (tmp_path / "cli" / "litehit_facts.csv").read_bytes() == FACTS
+    caps = [str(53248 / 2**30), "-1"]
+    r = api.post("/v1/queries", json={"replay_id": replay["id"], "capacity_gb": caps})
+    assert r.status_code == 202, r.text
+    query = wait_job(api, r.headers["location"])
+    assert query["state"] == "succeeded", query["error"]
+    (lane,) = query["instances"]
+    assert lane["instance_id"] == "m1" and lane["total_hit_blocks"] == [3, 4] and lane["total_input_tokens"] == 34
+    r = api.post("/v1/queries", json={"replay_id": replay["id"], "capacity_gb": ["10blocks"]})
+    assert r.status_code in (202, 422), r.text
+    if r.status_code == 202:
+        failed = wait_job(api, r.headers["location"])
+        assert failed["state"] == "failed"
+        assert "instance m1 is a hybrid lane" in failed["error"] and "\n" not in failed["error"]
