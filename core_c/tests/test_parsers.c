@@ -181,13 +181,13 @@ static void test_render(void) {
   char err[LH_ERR_LEN];
   size_t cap = lh_facts_render_bound(id_off, lane_off, src, lane, lo, hi, 2, 1), n = 0;
   char *buf = malloc(cap);
-  CHECK(lh_facts_render(ids, id_off, ts, lanes, lane_off, bs, bb, NULL, src, lane, lens, lo, hi, segs, 1, blocks, cuts, 2,
-                        buf, cap, &n, err, sizeof err) == LH_OK);
+  CHECK(lh_facts_render(ids, id_off, ts, lanes, lane_off, bs, bb, NULL, src, lane, lens, lo, hi, segs, 1, blocks, cuts,
+                        2, buf, cap, &n, err, sizeof err) == LH_OK);
   const char *want = "r1,i1,1000,13,4,16384,\"[[1,2],[4,1]]\",3,none\n\"id,\"\"q\",i1,-5,12,4,16384,\"[]\",3,expired\n";
   CHECK(n == strlen(want) && memcmp(buf, want, n) == 0);
   if (n != strlen(want) || memcmp(buf, want, n) != 0) fprintf(stderr, "got: %.*s", (int)n, buf);
-  CHECK(lh_facts_render(ids, id_off, ts, lanes, lane_off, bs, bb, NULL, src, lane, lens, lo, hi, segs, 0, NULL, NULL, 2, buf,
-                        10, &n, err, sizeof err) == LH_ERANGE);
+  CHECK(lh_facts_render(ids, id_off, ts, lanes, lane_off, bs, bb, NULL, src, lane, lens, lo, hi, segs, 0, NULL, NULL, 2,
+                        buf, 10, &n, err, sizeof err) == LH_ERANGE);
   free(buf);
 }
 
