@@ -94,6 +94,13 @@ class ReplayCreate(ReplaySpec):
         default=None, description="shorthand: KV-cache bytes of one trace block"
     )
     prefix_hash: bool | None = Field(default=None, description="shorthand: chain block hashes into prefix keys")
+    linear_step: Annotated[int, Field(ge=1, le=2**31 - 1)] | None = Field(
+        default=None,
+        description="shorthand, hybrid models: tokens between saved linear-attention states (with linear_state_bytes)",
+    )
+    linear_state_bytes: Annotated[int, Field(ge=1, le=2**50)] | None = Field(
+        default=None, description="shorthand, hybrid models: bytes of one saved linear-attention state"
+    )
 
 
 def create_model_of(kind: JobKind[Any]) -> type[BaseModel]:

@@ -7,6 +7,8 @@ fields) both expand it here; errors name the option the way its user typed it.
 - KV bytes of an analysis block: ``kv_bytes_per_token x block_size`` (from ``model`` and
   ``kv_dtype``, or given, or the 2 KiB/token default), or ``block_bytes`` per trace block scaled
   to the block size; at most one of ``model``, ``kv_bytes_per_token`` and ``block_bytes``;
+- hybrid models: ``linear_step`` (tokens, a multiple of every block size) and ``linear_state_bytes``
+  (one saved linear-attention state) together make every lane a hybrid lane (HYBRID_G5.md);
 - several lanes fan every read out to all of them; one lane takes every read.
 """
 
@@ -51,6 +53,8 @@ class Shorthand:
     prefix_hash: bool | None = None
     workers: int | None = None
     extended: bool = False
+    linear_step: int | None = None  # hybrid lanes: tokens between saved states
+    linear_state_bytes: int | None = None  # hybrid lanes: bytes of one saved state
 
     @property
     def assumes_kv_bytes(self) -> bool:
@@ -85,6 +89,24 @@ def _kv_bytes_per_token(s: Shorthand, name: Namer) -> int:
     return _positive(name("kv_bytes_per_token"), s.kv_bytes_per_token)
 
 
+def _linear(s: Shorthand, sizes: Sequence[int], name: Namer) -> tuple[int, int] | None:
+    """(linear_step, state bytes) of hybrid lanes, or None; both options or neither."""
+    if s.linear_step is None and s.linear_state_bytes is None:
+        return None
+    if s.linear_step is None or s.linear_state_bytes is None:
+        given, missing = ("linear_step", "linear_state_bytes") if s.linear_state_bytes is None else (
+            "linear_state_bytes", "linear_step")  # fmt: skip
+        raise ConfigError([ConfigIssue(name(given), getattr(s, given), f"needs {name(missing)} too (hybrid lanes)")])
+    step = _positive(name("linear_step"), s.linear_step)
+    state = _positive(name("linear_state_bytes"), s.linear_state_bytes)
+    for bs in sizes:
+        if step % bs:
+            raise ConfigError(
+                [ConfigIssue(name("linear_step"), step, f"tokens must be a multiple of the block size {bs}")]
+            )
+    return step, state
+
+
 def shorthand_config(
     s: Shorthand, trace_file_path: str, output_result_path: str, *, name: Namer = lambda field: field
 ) -> dict[str, Any]:
@@ -110,6 +132,7 @@ def shorthand_config(
         )
     per_block = None if s.block_bytes is None else _positive(name("block_bytes"), s.block_bytes)
     per_token = _kv_bytes_per_token(s, name)
+    linear = _linear(s, sizes, name)
     groups, instances = [], []
     for ttl in ttls:
         group: dict[str, Any] = {"name": f"ttl{ttl}", "ttl_seconds": ttl}
@@ -118,16 +141,21 @@ def shorthand_config(
         groups.append(group)
         for bs in sizes:
             block_bytes = per_token * bs if per_block is None else per_block * bs // trace_bs
-            instances.append(
-                {
-                    "instance_group_name": group["name"],
-                    "instance_id": f"b{bs}" + (f"_ttl{ttl}" if ttl else ""),
-                    "block_size": bs,
-                    "location_spec_infos": [{"name": "kv", "size": block_bytes}],
-                    "location_spec_groups": [{"name": "full", "spec_names": ["kv"]}],
-                    "optimizer_state_info": {"full_location_spec_group_name": "full"},
-                }
-            )
+            inst: dict[str, Any] = {
+                "instance_group_name": group["name"],
+                "instance_id": f"b{bs}" + (f"_ttl{ttl}" if ttl else ""),
+                "block_size": bs,
+                "location_spec_infos": [{"name": "kv", "size": block_bytes}],
+                "location_spec_groups": [{"name": "full", "spec_names": ["kv"]}],
+                "optimizer_state_info": {"full_location_spec_group_name": "full"},
+            }
+            if linear is not None:
+                step, state = linear
+                inst["linear_step"] = step
+                inst["location_spec_infos"].append({"name": "state", "size": state})
+                inst["location_spec_groups"].append({"name": "linear", "spec_names": ["state"]})
+                inst["optimizer_state_info"]["linear_location_spec_group_name"] = "linear"
+            instances.append(inst)
     config: dict[str, Any] = {
         "trace_file_path": trace_file_path,
         "output_result_path": output_result_path,

@@ -83,6 +83,11 @@ def add_trace_arguments(p: argparse.ArgumentParser, *, source_required: bool = T
         default=None,
         help="chain per-block hashes into prefix keys (default: on for qwen_bailian only)",
     )
+    p.add_argument("--linear-step", type=int, metavar="TOKENS",
+                   help="hybrid model: a linear-attention (Mamba) state is saved every TOKENS tokens "
+                        "(a multiple of the block sizes; with --linear-state-bytes)")  # fmt: skip
+    p.add_argument("--linear-state-bytes", type=int, metavar="B",
+                   help="hybrid model: bytes of one saved linear-attention state (with --linear-step)")  # fmt: skip
     p.add_argument("--workers", type=int, default=None, help="parsing threads (pipeline_worker_count)")
 
 
@@ -123,6 +128,8 @@ def shorthand_config(args: argparse.Namespace, output_dir: str) -> dict[str, Any
         prefix_hash=args.prefix_hash,
         workers=args.workers,
         extended=getattr(args, "extended", False),
+        linear_step=getattr(args, "linear_step", None),
+        linear_state_bytes=getattr(args, "linear_state_bytes", None),
     )
     return expand_shorthand(options, str(args.source), output_dir, name=_flag)
 

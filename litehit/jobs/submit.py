@@ -46,7 +46,17 @@ def request_hash(body: dict[str, Any]) -> str:
 
 
 SHORTHAND_FIELDS = frozenset(
-    {"block_sizes", "ttl_seconds", "model", "kv_dtype", "kv_bytes_per_token", "block_bytes", "prefix_hash"}
+    {
+        "block_sizes",
+        "ttl_seconds",
+        "model",
+        "kv_dtype",
+        "kv_bytes_per_token",
+        "block_bytes",
+        "prefix_hash",
+        "linear_step",
+        "linear_state_bytes",
+    }
 )
 """Fields of a replay request that make it the shorthand (litehit.shorthand) rather than a config."""
 
@@ -83,6 +93,8 @@ def _expand_shorthand(
         prefix_hash=config.get("prefix_hash"),
         workers=config.get("pipeline_worker_count"),
         extended=config.get("facts_format") == "extended",
+        linear_step=config.get("linear_step"),
+        linear_state_bytes=config.get("linear_state_bytes"),
     )
     expanded = shorthand_config(options, config.get("trace_file_path", ""), "")
     expanded.pop("output_result_path")

@@ -61,3 +61,18 @@ def test_a_hybrid_replay_and_its_query_over_http(api: Any, tmp_path: Path, capsy
         failed = wait_job(api, r.headers["location"])
         assert failed["state"] == "failed"
         assert "instance m1 is a hybrid lane" in failed["error"] and "\n" not in failed["error"]
+
+
+def test_the_shorthand_makes_hybrid_lanes_over_http(api: Any, tmp_path: Path) -> None:
+    trace = write_rows(tmp_path / "t.jsonl", ROWS)
+    uploaded = upload(api, trace.read_bytes(), "hybrid.jsonl")
+    body = {"trace_id": uploaded["id"], "trace_format": "standard", "block_size": 4, "block_bytes": 16384,
+            "linear_step": 12, "linear_state_bytes": 4096}  # fmt: skip
+    r = api.post("/v1/replays", json=body)
+    assert r.status_code == 202, r.text
+    replay = wait_job(api, r.headers["location"])
+    assert replay["state"] == "succeeded", replay["error"]
+    assert api.get(replay["facts"]["url"]).content == FACTS.replace(b",m1,", b",b4,")
+    bad = api.post("/v1/replays", json={**body, "linear_step": 6})
+    assert bad.status_code == 422, bad.text
+    assert any("linear_step" in str(d["loc"]) and "multiple" in d["msg"] for d in bad.json()["error"]["details"])

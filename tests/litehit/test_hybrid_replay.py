@@ -618,3 +618,38 @@ def test_replay_refuses_bad_hybrid_configs(tmp_path: Path, capsys: pytest.Captur
     code, _, err = run(["replay", str(tmp_path / "config.json")], capsys)
     one_error_line(code, err, field, message)
     assert not (tmp_path / "out" / "litehit_facts.csv").exists()
+
+
+def test_the_shorthand_flags_make_hybrid_lanes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--linear-step / --linear-state-bytes: every lane hybrid, the same facts as the explicit
+    config of golden 19 (block bytes 16384, state 4096, a state every 12 tokens)."""
+    golden = golden19(tmp_path, capsys)
+    trace = tmp_path / "g19" / "trace.jsonl"
+    assert trace.exists()
+    out = tmp_path / "short"
+    code, _, err = run(["replay", str(trace), "--format", "standard", "--block-size", "4", "--block-bytes", "16384",
+                        "--linear-step", "12", "--linear-state-bytes", "4096", "-o", str(out)], capsys)  # fmt: skip
+    assert code == 0, err
+    lines = (out / "litehit_facts.csv").read_text().splitlines()
+    want = golden.read_text().splitlines()
+    assert [line.replace(",b4,", ",m1,") for line in lines] == want
+
+
+@pytest.mark.parametrize(
+    ("flags", "flag", "words"),
+    [
+        (["--linear-step", "12"], "--linear-step", "needs --linear-state-bytes too"),
+        (["--linear-state-bytes", "4096"], "--linear-state-bytes", "needs --linear-step too"),
+        (["--linear-step", "6", "--linear-state-bytes", "4096"], "--linear-step", "multiple of the block size 4"),
+        (["--linear-step", "12", "--linear-state-bytes", "0"], "--linear-state-bytes", "positive integer"),
+    ],
+)
+def test_the_shorthand_flags_refuse_bad_values(tmp_path: Path, capsys: pytest.CaptureFixture[str], flags: list[str],
+                                               flag: str, words: str) -> None:  # fmt: skip
+    golden19(tmp_path, capsys)
+    trace = tmp_path / "g19" / "trace.jsonl"
+    code, stdout, err = run(["replay", str(trace), "--format", "standard", "--block-size", "4", *flags,
+                             "-o", str(tmp_path / "bad")], capsys)  # fmt: skip
+    assert code == 1 and "Traceback" not in err + stdout
+    assert err.startswith(f"litehit: error: {flag}: ") and words in err, err
+    assert not (tmp_path / "bad" / "litehit_facts.csv").exists()
