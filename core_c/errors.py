@@ -66,13 +66,18 @@ STATUS_ERRORS: dict[int, type[CoreError]] = {
 }
 
 
-def raise_for_status(status: int, err: object, *, index: int | None = None) -> None:
-    """Raises the exception for a non-zero status, reading the message from the err buffer."""
+def raise_for_status(status: int, err: object, *, index: int | None = None, partial: object = None) -> None:
+    """Raises the exception for a non-zero status, reading the message from the err buffer. A
+    batch call passes ``partial``, the outputs of the requests before the failing one (committed):
+    the exception carries it as ``partial``."""
     if status == lib.LH_OK:
         return
     message = ffi.string(err).decode("utf-8", "replace")
     cls = STATUS_ERRORS.get(status, CoreError)
-    raise cls(status, message, index=index)
+    exc = cls(status, message, index=index)
+    if partial is not None:
+        exc.partial = partial  # type: ignore[attr-defined]
+    raise exc
 
 
 def parse_error_message(status: int, err: object) -> str:

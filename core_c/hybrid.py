@@ -24,7 +24,7 @@ import numpy.typing as npt
 from core_c._arrays import Int64Array, as_int64, ptr
 from core_c._core import ffi, lib
 from core_c._handle import CHandle
-from core_c.errors import CoreError, new_error_buffer, raise_for_status
+from core_c.errors import new_error_buffer, raise_for_status
 
 __all__ = ["HybridFacts", "HybridLane", "HybridStats", "StepFact", "project_steps", "project_steps_infinite"]
 
@@ -130,11 +130,7 @@ class HybridLane(CHandle):
         )
         done = int(n_done[0])
         facts = HybridFacts(points[: point_offsets[done]], point_offsets[: done + 1])
-        try:
-            raise_for_status(status, err, index=done)
-        except CoreError as exc:
-            exc.partial = facts  # type: ignore[attr-defined]
-            raise
+        raise_for_status(status, err, index=done, partial=facts)
         return facts
 
     def advance_time(self, now_ns: int) -> None:

@@ -25,7 +25,7 @@ import numpy.typing as npt
 from core_c._arrays import Int64Array, as_int64, ptr
 from core_c._core import ffi, lib
 from core_c._handle import CHandle
-from core_c.errors import CoreError, new_error_buffer, raise_for_status
+from core_c.errors import new_error_buffer, raise_for_status
 
 __all__ = ["CUT_COLD", "CUT_EXPIRED", "CUT_NONE", "BatchFacts", "HitCurve", "Lane", "LaneStats"]
 
@@ -135,11 +135,7 @@ class Lane(CHandle):
         )
         done = int(n_done[0])
         facts = BatchFacts(segments[: seg_offsets[done]], seg_offsets[: done + 1], cuts[:done])
-        try:
-            raise_for_status(status, err, index=done)
-        except CoreError as exc:
-            exc.partial = facts  # type: ignore[attr-defined]
-            raise
+        raise_for_status(status, err, index=done, partial=facts)
         return facts
 
     def advance_time(self, now_ns: int) -> None:

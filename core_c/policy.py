@@ -26,7 +26,7 @@ import numpy.typing as npt
 from core_c._arrays import Int64Array, as_int64, ptr
 from core_c._core import ffi, lib
 from core_c._handle import CHandle
-from core_c.errors import CoreError, new_error_buffer, raise_for_status
+from core_c.errors import new_error_buffer, raise_for_status
 
 __all__ = [
     "FULL_HIT",
@@ -215,11 +215,7 @@ class PolicySim(CHandle):
         else:
             status = lib.lh_sim_process_batch(*args, n_done, err, lib.LH_ERR_LEN)
         done = int(n_done[0])
-        try:
-            raise_for_status(status, err, index=done)
-        except CoreError as exc:
-            exc.partial = out.hits[:done]  # type: ignore[attr-defined]
-            raise
+        raise_for_status(status, err, index=done, partial=out.hits[:done])
         return out
 
     def evictions(self) -> tuple[Int64Array, Int64Array]:

@@ -24,7 +24,7 @@ import numpy.typing as npt
 from core_c._arrays import Int64Array, as_int64, ptr
 from core_c._core import ffi, lib
 from core_c._handle import CHandle
-from core_c.errors import CoreError, new_error_buffer, raise_for_status
+from core_c.errors import new_error_buffer, raise_for_status
 from core_c.lane import BatchFacts
 
 __all__ = ["CategoryReuses", "ProfileArrays", "ProfileRecorder", "ProfileStats"]
@@ -145,11 +145,7 @@ class ProfileRecorder(CHandle):
             lib.LH_ERR_LEN,
         )
         done = int(n_done[0])
-        try:
-            raise_for_status(status, err, index=done)
-        except CoreError as exc:
-            exc.partial = hits[:done]  # type: ignore[attr-defined]
-            raise
+        raise_for_status(status, err, index=done, partial=hits[:done])
         return hits
 
     def arrays(self) -> ProfileArrays:

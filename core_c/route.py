@@ -21,7 +21,7 @@ import numpy.typing as npt
 from core_c._arrays import Int64Array, as_int64, ptr
 from core_c._core import ffi, lib
 from core_c._handle import CHandle
-from core_c.errors import CoreError, new_error_buffer, raise_for_status
+from core_c.errors import new_error_buffer, raise_for_status
 
 __all__ = ["MAX_REPLICAS", "ROUTERS", "THRESHOLD_DEN_MAX", "RouteSim"]
 
@@ -102,11 +102,7 @@ class RouteSim(CHandle):
             lib.LH_ERR_LEN,
         )
         done = int(n_done[0])
-        try:
-            raise_for_status(status, err, index=done)
-        except CoreError as exc:
-            exc.partial = (replica[:done], hits[:done])  # type: ignore[attr-defined]
-            raise
+        raise_for_status(status, err, index=done, partial=(replica[:done], hits[:done]))
         return replica, hits
 
     def memory_bytes(self) -> int:
