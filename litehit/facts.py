@@ -16,10 +16,12 @@ import numpy.typing as npt
 
 from core_c.query import FactsChunk, FactsReader
 from litehit.errors import FactsError, TraceError
-from litehit.replay.render import EXTENDED_HEADER, FACTS_HEADER
 from litehit.traces.source import CHUNK_BYTES, LFS_HINT, LFS_POINTER, READ_ERRORS, iter_text_chunks, open_trace
 
-__all__ = ["FactsStream", "InstanceIndex"]
+__all__ = ["EXTENDED_HEADER", "FACTS_HEADER", "FactsStream", "InstanceIndex"]
+
+FACTS_HEADER = b"trace_id,instance_id,timestamp_ns,input_token_len,block_size_tokens,block_bytes,hit_curve\n"
+EXTENDED_HEADER = FACTS_HEADER[:-1] + b",complete_blocks,cut_reason\n"
 
 
 @dataclass

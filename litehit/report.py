@@ -18,12 +18,12 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from litehit import package_version
 from litehit.capacity import GIB, CapacitySlot, counted, format_bytes
 from litehit.curve import CurvePoint, InstanceCurve, exact_curves
 from litehit.errors import ConfigError
@@ -52,14 +52,6 @@ class FactsFile:
     label: str
     size_bytes: int
     sha256: str
-
-
-def package_version() -> str:
-    """The installed litehit version, as the provenance names it."""
-    try:
-        return version("litehit")
-    except PackageNotFoundError:
-        return "unknown"
 
 
 def describe_facts_file(path: Path, label: str | None = None) -> FactsFile:

@@ -38,6 +38,7 @@ from pydantic_core import ErrorDetails, PydanticCustomError
 from litehit.errors import ConfigError, ConfigIssue
 from litehit.kv_models import DEFAULT_KV_DTYPE, KV_DTYPE_BYTES, model_named
 from litehit.limits import CAPACITIES_MAX, GROUPS_MAX, LANES_MAX, NAME_MAX, SPECS_MAX
+from litehit.text import Text, no_nul
 
 __all__ = [
     "InstanceGroup",
@@ -101,15 +102,7 @@ def _json_double(value: Any) -> float:
         raise ValueError("number out of range (beyond a double)") from None
 
 
-def _no_nul(value: str) -> str:
-    if "\x00" in value:
-        raise ValueError("must not contain a NUL byte")
-    return value
-
-
-Text = Annotated[StrictStr, AfterValidator(_no_nul)]
-"""A JSON string without NUL bytes: names, ids and paths reach C strings, file systems and SQL."""
-Name = Annotated[StrictStr, StringConstraints(max_length=NAME_MAX), AfterValidator(_no_nul)]
+Name = Annotated[StrictStr, StringConstraints(max_length=NAME_MAX), AfterValidator(no_nul)]
 """A name or id stored in SQL (an instance, a group): at most NAME_MAX characters."""
 Int32 = Annotated[int, _json_integer(*INT32)]
 Int64 = Annotated[int, _json_integer(*INT64)]

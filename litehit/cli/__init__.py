@@ -6,7 +6,7 @@ import argparse
 import importlib
 import os
 import sys
-from importlib.metadata import PackageNotFoundError, version
+from typing import Any
 
 from litehit.cli.commands import COMMANDS
 from litehit.cli.stdin_input import STDIN, spooled_stdin
@@ -28,7 +28,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
         prog="litehit",
         description="Exact KV-cache prefix hit rates at any capacity, from one replay of a block trace.",
     )
-    parser.add_argument("--version", action="version", version=f"litehit {_version()}")
+    parser.add_argument("--version", action=_VersionAction)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     command = _command_of(argv)
     if command in COMMANDS:  # only its module: a command starts without the others' imports
@@ -50,11 +50,17 @@ def full_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _version() -> str:
-    try:
-        return version("litehit")
-    except PackageNotFoundError:
-        return "unknown"
+class _VersionAction(argparse.Action):
+    """--version: the installed package's version, looked up only when asked for."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help="show the version and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        from litehit import package_version
+
+        print(f"litehit {package_version()}")
+        parser.exit()
 
 
 def _stdout_closed() -> int:
@@ -72,6 +78,7 @@ def _stdout_closed() -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser(argv)
     args = parser.parse_args(argv)
+    args.detach_records = argv is None  # the `litehit` process itself records in a child
     spooled: str | None = None
     try:
         with spooled_stdin(args) as spooled:

@@ -33,10 +33,11 @@ def _run(args: argparse.Namespace) -> int:
 
     from litehit.db.models import Job
     from litehit.db.session import session_scope
-    from litehit.jobs.records import ensure_schema
+    from litehit.jobs.records import ensure_schema, wait_for_records
     from litehit.settings import get_settings
 
     settings = get_settings()
+    wait_for_records()  # runs that ended before this one may still be writing their rows
     ensure_schema(settings.db_url)
     with session_scope(settings.db_url) as session:
         if args.show:

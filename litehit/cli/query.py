@@ -47,13 +47,23 @@ def add_parser(sub: Any) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     from litehit.jobs.kinds import Kind
-    from litehit.jobs.query import QueryJobSpec
-    from litehit.jobs.records import JobRecorder  # SQLAlchemy loads only for commands that record
+    from litehit.jobs.records import JobRecorder
     from litehit.query import query_facts
 
     slots = parse_capacities(args.capacity_gb)
-    spec = QueryJobSpec(capacity_gb=[s.recorded_gb for s in slots], targets=[], facts_path=str(args.facts.resolve()))
-    with JobRecorder(Kind.QUERY, spec.model_dump(mode="json"), rename=partial(named_stdin, args)) as record:
+
+    def spec() -> dict[str, Any]:  # built only by the recording (pydantic's models are not needed to answer)
+        from litehit.jobs.query import QueryJobSpec
+
+        gb = [s.recorded_gb for s in slots]
+        return QueryJobSpec(capacity_gb=gb, targets=[], facts_path=str(args.facts.resolve())).model_dump(mode="json")
+
+    with JobRecorder(
+        Kind.QUERY,
+        spec,
+        rename=partial(named_stdin, args),
+        detach=getattr(args, "detach_records", False),
+    ) as record:
         check_facts_file(args.facts)
         if args.output is None:
             result = query_facts(args.facts, slots)
@@ -62,9 +72,9 @@ def _run(args: argparse.Namespace) -> int:
                 result = query_facts(args.facts, slots, out)
                 out.commit()
         record.query_succeeded(result, str(args.output.resolve()) if args.output else None)
-    if args.output is not None:
-        print(f"facts query done: {args.output}")
-    print_table(result)
+        if args.output is not None:
+            print(f"facts query done: {args.output}")
+        print_table(result)  # the answer is out before the run is recorded
     return 0
 
 

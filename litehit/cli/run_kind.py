@@ -42,7 +42,12 @@ def run_kind(
     from litehit.publish import publish_bytes
 
     spec = kind.spec_of(runtime.model_dump(mode="json"), options)
-    with JobRecorder(kind.kind, spec.model_dump(mode="json"), rename=partial(named_stdin, args)) as record:
+    with JobRecorder(
+        kind.kind,
+        spec.model_dump(mode="json"),
+        rename=partial(named_stdin, args),
+        detach=getattr(args, "detach_records", False),
+    ) as record:
         reporter = ProgressReporter(label=label)
         try:
             run = run_local(kind, spec, runtime, on_progress=reporter)

@@ -227,7 +227,7 @@ def _run_document(kind: DocumentKind[Any], args: argparse.Namespace, options: An
         except ValueError as exc:
             raise TierError("--plot", str(exc)) from None
     spec = kind.spec_model.model_validate({**options.model_dump(mode="json"), "facts_path": str(args.facts.resolve())})
-    with JobRecorder(kind.kind, spec.model_dump(mode="json")) as record:
+    with JobRecorder(kind.kind, spec.model_dump(mode="json"), detach=getattr(args, "detach_records", False)) as record:
         check_facts_file(args.facts)
         try:
             result: dict[str, Any] = document(spec)

@@ -6,13 +6,18 @@ from importlib.resources import files
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from litehit.db.session import ensure_sqlite_dir
-from litehit.settings import get_settings
-
 __all__ = ["MIGRATIONS", "SCHEMA_HEAD", "alembic_config", "current_revision", "downgrade", "upgrade"]
 
 # The top-level migrations/ folder, installed as the package litehit.migrations (pyproject.toml).
 MIGRATIONS = Path(str(files("litehit.migrations")))
+
+
+def _default_url() -> str:
+    from litehit.settings import get_settings  # pydantic-settings is loaded only when needed
+
+    return get_settings().db_url
+
+
 SCHEMA_HEAD = "0010"  # the newest revision in migrations/versions (a test keeps them equal)
 
 
@@ -25,14 +30,17 @@ def alembic_config(url: str | None = None) -> Config:
 
     cfg = Config()
     cfg.set_main_option("script_location", str(MIGRATIONS))
-    cfg.set_main_option("sqlalchemy.url", (url or get_settings().db_url).replace("%", "%%"))
+    cfg.set_main_option("sqlalchemy.url", (url or _default_url()).replace("%", "%%"))
     return cfg
 
 
 def upgrade(url: str | None = None, revision: str = "head") -> None:
-    url = url or get_settings().db_url
-    ensure_sqlite_dir(url)
     from alembic import command
+
+    from litehit.db.session import ensure_sqlite_dir
+
+    url = url or _default_url()
+    ensure_sqlite_dir(url)
 
     command.upgrade(alembic_config(url), revision)
 
@@ -51,7 +59,7 @@ def current_revision(url: str | None = None) -> str | None:
     from litehit.db.session import get_engine
 
     try:
-        with get_engine(url or get_settings().db_url).connect() as conn:
+        with get_engine(url or _default_url()).connect() as conn:
             value = conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
     except DBAPIError:  # no version table yet: a new database
         return None

@@ -254,6 +254,20 @@ class Artifact:
 SpecT = TypeVar("SpecT", bound=BaseModel)
 
 
+class SummaryTable:
+    """A kind's SQL summary table, named by its class in litehit.db.models and imported when first
+    read, so that a kind's module (and the CLI command that uses it) loads without SQLAlchemy."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: object, owner: type | None = None) -> type[Base]:
+        from litehit.db import models
+
+        table: type[Base] = getattr(models, self.name)
+        return table
+
+
 class JobKind(ABC, Generic[SpecT]):
     """What every kind declares. Each kind's module holds one instance, ``KIND``."""
 
@@ -266,7 +280,7 @@ class JobKind(ABC, Generic[SpecT]):
     first_stage: ClassVar[Stage]  # the stage its first task claims
     part_stage: ClassVar[Stage | None] = None  # its parallel stage, if it has one
     artifacts: ClassVar[tuple[Artifact, ...]] = ()
-    summary_table: ClassVar[type[Base] | None] = None  # SQL summary rows its view shows
+    summary_table: ClassVar[SummaryTable | None] = None  # SQL summary rows its view shows
 
     def task(self, stage: str) -> str:
         return f"litehit.{self.tasks}.{stage}"

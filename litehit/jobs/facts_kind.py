@@ -18,7 +18,7 @@ from litehit.db.states import JobState, Stage
 from litehit.errors import ConfigError, ConfigIssue, QueryError, StorageError
 from litehit.jobs.base import JobKind, SpecT
 from litehit.jobs.kinds import Kind
-from litehit.spec import Text
+from litehit.text import Text
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session

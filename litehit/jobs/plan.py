@@ -11,8 +11,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from litehit.db.models import PlanRow
-from litehit.jobs.base import Artifact, links_of
+from litehit.jobs.base import Artifact, SummaryTable, links_of
 from litehit.jobs.facts_kind import DocumentKind, FactsSource, StoredFacts
 from litehit.jobs.kinds import Kind
 from litehit.tiers.options import PlanOptions
@@ -75,7 +74,7 @@ class PlanKind(DocumentKind[PlanJobSpec]):
     tasks = "plan"
     spec_model = PlanJobSpec
     public_name = "PlanPublic"
-    summary_table = PlanRow
+    summary_table = SummaryTable("PlanRow")
     create_model = PlanCreate
     submit_summary = "Queue a tier plan: the cheapest tiers reaching a target, and the cost frontier"
     result_file = RESULT_FILE
@@ -121,6 +120,8 @@ class PlanKind(DocumentKind[PlanJobSpec]):
         }
 
     def summary_rows(self, job_id: str, value: Any, spec: Any) -> list[Base]:
+        from litehit.db.models import PlanRow
+
         rows: list[Base] = []
         for plan in self.lane_plans(value):
             ranked = ([(0, plan["best"])] if plan["best"] is not None else []) + list(enumerate(plan["frontier"], 1))

@@ -11,14 +11,14 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, Field
 
-from litehit.db.models import ProfileRow
 from litehit.db.states import Stage
-from litehit.jobs.base import Artifact, Merged, PartOutput, PartPlan, TraceCounts, TraceJobSpec, TraceKind
+from litehit.jobs.base import Artifact, Merged, PartOutput, PartPlan, SummaryTable, TraceCounts, TraceJobSpec, TraceKind
 from litehit.jobs.kinds import Kind
 from litehit.profile.result import PLOT_NAMES, LaneProfile, Metrics, ProfileResult
 from litehit.storage import PROFILE_PLOT_DIR, PROFILE_RESULT_FILE
 
 if TYPE_CHECKING:
+    from litehit.db.models import ProfileRow
     from litehit.profile.runs import ProfileRun
     from litehit.replay.plan import LaneWork, ReplayPlan
     from litehit.spec import ReplaySpec
@@ -85,6 +85,8 @@ def _value(metrics: Metrics, path: tuple[str, ...]) -> Any:
 
 def profile_rows(job_id: str, result: ProfileResult) -> list[ProfileRow]:
     """The summary rows: per lane, the lane (category NULL) then its categories."""
+    from litehit.db.models import ProfileRow
+
     rows = []
     for i, lane in enumerate(result.lanes):
         named: list[tuple[str | None, Metrics]] = [(None, lane.overall), *lane.categories.items()]
@@ -138,7 +140,7 @@ class ProfileKind(TraceKind[ProfileJobSpec]):
     part_view_doc = "One lane of a profile; its whole entry is in profile.json once the job succeeded."
     view_paths: ClassVar[dict[str, tuple[tuple[str, ...], Any]]] = {"requests": (("overall", "requests"), 0)}
     cancelled = "profile cancelled; nothing published"
-    summary_table = ProfileRow
+    summary_table = SummaryTable("ProfileRow")
     artifacts: ClassVar[tuple[Artifact, ...]] = (
         Artifact(
             path="profile.json",

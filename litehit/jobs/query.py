@@ -14,10 +14,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
 from litehit.capacity import DEFAULT_TARGETS
-from litehit.db.models import QuerySummary
 from litehit.db.states import Stage
 from litehit.errors import ConfigError, ConfigIssue, QueryError
-from litehit.jobs.base import Artifact, links_of
+from litehit.jobs.base import Artifact, SummaryTable, links_of
 from litehit.jobs.facts_kind import FactsKind, FactsSource
 from litehit.jobs.kinds import Kind
 from litehit.kv_models import KV_BYTES_ASSUMED, assumed_kv_note
@@ -27,7 +26,7 @@ from litehit.storage import CURVE_FILE, PLOT_FILE, REPORT_FILE, REQUESTS_FILE, S
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
 
-    from litehit.db.models import Base, Job
+    from litehit.db.models import Base, Job, QuerySummary
     from litehit.query import QueryResult
     from litehit.setups import SetupTotal
 
@@ -96,6 +95,7 @@ def parse_slots(capacity_gb: list[float | str]) -> Any:
 def summary_rows(job_id: str, result: QueryResult, totals: list[SetupTotal]) -> list[QuerySummary]:
     """One row per (instance, slot) and per slot of each total. totals: the result's totals per
     setup (more than one: they replace the total across setups)."""
+    from litehit.db.models import QuerySummary
     from litehit.query import Summary
 
     def rows(summary: Summary, is_total: bool, name: str = "") -> list[QuerySummary]:
@@ -152,7 +152,7 @@ class QueryKind(FactsKind[QueryJobSpec]):
     spec_model = QueryJobSpec
     public_name = "QueryPublic"
     first_stage = Stage.QUERY
-    summary_table = QuerySummary
+    summary_table = SummaryTable("QuerySummary")
     create_model = QueryCreate
     submit_summary = "Queue a capacity query over a replay's facts (or a facts file in the storage root)"
     artifacts: ClassVar[tuple[Artifact, ...]] = (

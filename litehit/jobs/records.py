@@ -4,31 +4,46 @@ default), so ``litehit jobs`` lists past runs of every kind.
 A run is recorded as the service records a job of its kind: the job row, one succeeded part row
 per part (its plan and result) and the kind's summary rows, all from the same part outputs and
 merge the service uses. The rows are written once, when the run ends (a killed command leaves no
-stale "running" row); opening and migrating the database happens in a background thread while
-the run works. Recording never breaks a command: if the database is unusable, the command warns
-and carries on.
+stale "running" row), after the command's answer is out: the `litehit` command records in a
+forked child, so neither the settings, SQLAlchemy's import nor the migration check delays its
+answer or its exit (the child reads the settings; with LITEHIT_RECORD_JOBS=0 it records nothing).
+The child holds a shared lock on the user's records lock (in the temporary directory, so that it
+is known before the settings are read) until its rows are committed; readers (``litehit jobs``)
+take it exclusively first, so they see every run that ended before them. Recording never breaks
+a command: if the database is unusable, the command (or its recording child) warns and carries on.
 """
 
 from __future__ import annotations
 
+import os
 import sys
+import tempfile
 import threading
+import time
+import uuid
 from collections.abc import Callable
-from datetime import datetime
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from litehit.db.migrate import SCHEMA_HEAD
 from litehit.db.states import JobState, LaneState, Stage
 from litehit.jobs.kinds import Kind
-from litehit.settings import Settings, get_settings
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
 
     from litehit.jobs.local import LocalRun
     from litehit.query import QueryResult
+    from litehit.settings import Settings
 
-__all__ = ["JobRecorder", "ensure_schema"]
+__all__ = ["JobRecorder", "ensure_schema", "wait_for_records"]
+
+RECORDS_LOCK = "litehit-records-{uid}.lock"
+"""In the temporary directory, one per user: held shared by every recording child until its
+rows are committed (a reader may so wait for another home's recording too; never for long)."""
+WAIT_MAX_S = 30.0
+"""How long a reader waits for recordings still being written before it reads anyway."""
 
 
 def ensure_schema(url: str) -> None:
@@ -49,6 +64,34 @@ def ensure_schema(url: str) -> None:
         raise RuntimeError(f"migrating the database ended at revision {reached}, not {SCHEMA_HEAD}")
 
 
+def _lock_path() -> Path:
+    uid = os.getuid() if hasattr(os, "getuid") else 0
+    return Path(tempfile.gettempdir()) / RECORDS_LOCK.format(uid=uid)
+
+
+def wait_for_records() -> None:
+    """Waits (at most WAIT_MAX_S) until the recordings of runs that already ended are committed:
+    it takes the records lock exclusively, which every recording child holds shared."""
+    import fcntl
+
+    try:
+        fd = os.open(_lock_path(), os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError:  # no lock to take: no child can have recorded under it either
+        return
+    try:
+        deadline = time.monotonic() + WAIT_MAX_S
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    return
+                time.sleep(0.01)
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
+
+
 class JobRecorder:
     """**Usage**::
 
@@ -62,35 +105,55 @@ class JobRecorder:
     def __init__(
         self,
         kind: Kind,
-        spec: dict[str, Any],
+        spec: dict[str, Any] | Callable[[], dict[str, Any]],
         settings: Settings | None = None,
         *,
         rename: Callable[[Any], Any] | None = None,
+        detach: bool = False,
     ) -> None:
-        """rename(value) is what the record shows of its spec and error text (the CLI names a
-        spooled standard input ``-`` again: litehit.cli.stdin_input.named_stdin)."""
-        self.settings = settings or get_settings()
+        """spec: the stored spec, or a function that makes it when the rows are written (so a
+        command that answers without pydantic's models does not build them for its record).
+        rename(value) is what the record shows of its spec and error text (the CLI names a
+        spooled standard input ``-`` again: litehit.cli.stdin_input.named_stdin). detach: write
+        the rows in a forked child (only the `litehit` process itself asks for it: a child of a
+        test runner or of an embedding program must not fork); the recording falls back to the
+        calling thread where a fork is unsafe (other threads alive) or impossible."""
+        self._settings = settings
         self.rename = rename or (lambda value: value)
-        self.kind, self.spec = Kind(kind), spec
-        self.job_id: str | None = None
-        self._ready: threading.Thread | None = None
-        self._problem: BaseException | None = None
+        self.kind, self._spec = Kind(kind), spec
+        self.detach = detach
+        self._job_id: str | None = None
         self._outcome: tuple[str, Any, str | None] | None = None
         self._started: datetime | None = None
+        self._finished: datetime | None = None
 
-    def _prepare(self) -> None:
-        try:
-            ensure_schema(self.settings.db_url)
-        except BaseException as exc:
-            self._problem = exc
+    @property
+    def spec(self) -> dict[str, Any]:
+        if callable(self._spec):
+            self._spec = self._spec()
+        return self._spec
+
+    @property
+    def settings(self) -> Settings:
+        if self._settings is None:
+            from litehit.settings import get_settings  # pydantic-settings: only when recording
+
+            self._settings = get_settings()
+        return self._settings
+
+    @property
+    def job_id(self) -> str | None:
+        """The recorded job (None if not recorded). Known before a recording child has written
+        its rows, so a command can print it; asking for it reads the settings."""
+        return self._job_id if self._job_id is not None and self.settings.record_jobs else None
+
+    def _forks(self) -> bool:
+        return self.detach and hasattr(os, "fork") and threading.active_count() == 1
 
     def __enter__(self) -> JobRecorder:
-        if self.settings.record_jobs:
-            from litehit.db.models import utcnow
-
-            self._started = utcnow()
-            self._ready = threading.Thread(target=self._prepare, name="litehit-record", daemon=True)
-            self._ready.start()
+        if self._forks() or self.settings.record_jobs:  # a recording child reads the settings itself
+            self._started = datetime.now(UTC)
+            self._job_id = uuid.uuid4().hex
         return self
 
     def succeeded(self, run: LocalRun, output: str | None) -> None:
@@ -105,32 +168,71 @@ class JobRecorder:
         self._outcome = ("document", document, output)
 
     def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
-        if self._ready is None:
+        if self._started is None:
             return
-        self._ready.join()
-        if self._problem is None:
-            try:
-                self._write(exc)
-            except Exception as problem:
-                self._problem = problem
-        if self._problem is not None:
-            print(
-                f"litehit: warning: not recording this run in {self.settings.db_url}: {self._problem}", file=sys.stderr
-            )
-            self.job_id = None
+        self._finished = datetime.now(UTC)
+        if self._forks() and self._fork(exc):
+            return  # this is the command: its child records
+        if not self._record(exc):
+            self._job_id = None
+
+    def _record(self, exc: BaseException | None) -> bool:
+        try:
+            if not self.settings.record_jobs:
+                return False
+            ensure_schema(self.settings.db_url)
+            self._write(exc)
+        except Exception as problem:
+            print(f"litehit: warning: not recording this run in {self.settings.db_url}: {problem}", file=sys.stderr)
+            return False
+        return True
+
+    def _fork(self, exc: BaseException | None) -> bool:
+        """Forks the recording child (which records, then exits); True in the parent, False when
+        no child could be started. The child takes the records lock's shared hold from the parent,
+        so a reader that starts after this command exits still waits for the rows."""
+        import fcntl
+
+        try:
+            lock = os.open(_lock_path(), os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError:
+            return False
+        try:
+            fcntl.flock(lock, fcntl.LOCK_SH)
+            sys.stdout.flush()
+            sys.stderr.flush()
+            pid = os.fork()
+        except OSError:
+            os.close(lock)
+            return False
+        if pid:
+            os.close(lock)  # the child's descriptor keeps the shared hold
+            return True
+        code = 1
+        try:
+            os.setsid()  # the terminal's Ctrl-C after the command returned does not reach it
+            devnull = os.open(os.devnull, os.O_RDWR)
+            os.dup2(devnull, 0)
+            os.dup2(devnull, 1)  # a pipe reading the command's output ends with the command
+            code = 0 if self._record(exc) else 1
+            sys.stderr.flush()
+        finally:
+            os._exit(code)  # nothing of the command runs twice: no atexit, no buffered output
 
     def _write(self, exc: BaseException | None) -> None:
-        from litehit.db.models import Job, utcnow
+        from litehit.db.models import Job
         from litehit.db.session import session_scope
 
         with session_scope(self.settings.db_url) as session:
             job = Job(
+                id=self.job_id,
+                created_at=self._started,
                 kind=self.kind,
                 source="cli",
                 spec=self.rename(self.spec),
                 stage=Stage.DONE,
                 started_at=self._started,
-                finished_at=utcnow(),
+                finished_at=self._finished,
                 stats={},
                 progress={},
             )
@@ -152,7 +254,7 @@ class JobRecorder:
                     self._document_done(session, job, value)
                 else:
                     self._query_done(session, job, value)
-            self.job_id = job.id
+            self._job_id = job.id
 
     def _trace_done(self, session: Session, job: Any, run: LocalRun) -> None:
         from litehit.db.models import JobPart

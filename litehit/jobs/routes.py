@@ -18,9 +18,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from litehit.db.models import RouteRow
 from litehit.db.states import Stage
-from litehit.jobs.base import Artifact, Merged, PartOutput, PartPlan, TraceCounts, TraceJobSpec, TraceKind
+from litehit.jobs.base import Artifact, Merged, PartOutput, PartPlan, SummaryTable, TraceCounts, TraceJobSpec, TraceKind
 from litehit.jobs.kinds import Kind
 from litehit.jobs.replay import LanePart, ReplayPartResult
 from litehit.routes.options import STATE_DEPENDENT, STATE_FREE, Router, RoutesOptions
@@ -247,7 +246,7 @@ class RoutesKind(TraceKind[RoutesJobSpec]):
     tasks = "routes"
     spec_model = RoutesJobSpec
     public_name = "RoutesPublic"
-    summary_table = RouteRow
+    summary_table = SummaryTable("RouteRow")
     part_stage = Stage.LANES
     part_view_name = "RouteReplicaPublic"
     part_view_doc = (
@@ -294,6 +293,8 @@ class RoutesKind(TraceKind[RoutesJobSpec]):
         return RoutesPart
 
     def summary_rows(self, job_id: str, value: Any, spec: Any) -> list[Base]:
+        from litehit.db.models import RouteRow
+
         return [
             RouteRow(
                 job_id=job_id,

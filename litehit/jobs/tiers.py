@@ -11,8 +11,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from litehit.db.models import TierRow
-from litehit.jobs.base import Artifact, links_of
+from litehit.jobs.base import Artifact, SummaryTable, links_of
 from litehit.jobs.facts_kind import DocumentKind, FactsSource, StoredFacts
 from litehit.jobs.kinds import Kind
 from litehit.kv_models import assumed_kv_note
@@ -107,7 +106,7 @@ class TiersKind(DocumentKind[TiersJobSpec]):
     tasks = "tiers"
     spec_model = TiersJobSpec
     public_name = "TiersPublic"
-    summary_table = TierRow
+    summary_table = SummaryTable("TierRow")
     create_model = TiersCreate
     submit_summary = "Queue a tier split (HBM / DRAM / SSD ...) of a replay's facts (or a facts file)"
     result_file = RESULT_FILE
@@ -173,6 +172,8 @@ class TiersKind(DocumentKind[TiersJobSpec]):
         }
 
     def summary_rows(self, job_id: str, value: Any, spec: Any) -> list[Base]:
+        from litehit.db.models import TierRow
+
         rows: list[Base] = []
         for lane in value["lanes"]:
             groups = [("", lane), *lane["categories"].items()]

@@ -7,13 +7,11 @@ from collections.abc import Sequence
 import numpy as np
 
 from core_c.scan import render_facts
+from litehit.facts import EXTENDED_HEADER, FACTS_HEADER
 from litehit.replay.lanes import LaneFacts
 from litehit.replay.plan import ChunkPlan, ReplayPlan
 
 __all__ = ["EXTENDED_HEADER", "FACTS_HEADER", "header_for", "render_chunk"]
-
-FACTS_HEADER = b"trace_id,instance_id,timestamp_ns,input_token_len,block_size_tokens,block_bytes,hit_curve\n"
-EXTENDED_HEADER = FACTS_HEADER[:-1] + b",complete_blocks,cut_reason\n"
 
 
 def header_for(extended: bool) -> bytes:
