@@ -33,7 +33,9 @@ TRACE = ROOT / "examples" / "data" / "conversation_trace.jsonl"
 
 def facts_rows(rows: int, folder: Path) -> Path:
     env = {**os.environ, "LITEHIT_HOME": str(folder / "home"), "LITEHIT_RECORD_JOBS": "0"}
-    subprocess.run([LITEHIT, "replay", str(TRACE), "-o", str(folder / "replay")], env=env, check=True, capture_output=True)
+    subprocess.run(
+        [LITEHIT, "replay", str(TRACE), "-o", str(folder / "replay")], env=env, check=True, capture_output=True
+    )
     lines = (folder / "replay" / "litehit_facts.csv").read_bytes().splitlines(keepends=True)
     if len(lines) <= rows:
         raise SystemExit(f"the bundled replay has only {len(lines) - 1} rows")
@@ -77,7 +79,13 @@ def main() -> None:
             median = statistics.median(times)
             goal = f"{target:6.2f} s {target / median:5.2f}x" if target else ""
             print(f"{name:44} {median:7.3f}s {min(times):6.3f}s {max(times):6.3f}s   {goal}")
-        jobs = subprocess.run([LITEHIT, "jobs", "--kind", "query", "--limit", str(args.runs + 10)], env=env, check=True, capture_output=True, text=True)
+        jobs = subprocess.run(
+            [LITEHIT, "jobs", "--kind", "query", "--limit", str(args.runs + 10)],
+            env=env,
+            check=True,
+            capture_output=True,
+            text=True,
+        )
         recorded = len(jobs.stdout.splitlines()) - 1
         print(f"query runs recorded (litehit jobs --kind query): {recorded} of {args.runs}")
 
