@@ -85,7 +85,11 @@ class ReplayCreate(ReplaySpec):
     ttl_seconds: list[Annotated[int, Field(ge=0, le=2**40)]] | None = Field(
         default=None, min_length=1, max_length=LANES_MAX, description="shorthand: one lane group per TTL (0 = pure LRU)"
     )
-    model: Text | None = Field(default=None, description="shorthand: KV bytes per token from this model preset")
+    model: Text | None = Field(
+        default=None,
+        description="shorthand: KV bytes per token from this model preset; a hybrid preset also gives the "
+        "state bytes (and linear_step defaults to the block sizes' least common multiple)",
+    )
     kv_dtype: Literal["bf16", "fp16", "fp8"] | None = Field(default=None, description="shorthand: the model's KV type")
     kv_bytes_per_token: Annotated[int, Field(ge=1, le=2**40)] | None = Field(
         default=None, description="shorthand: KV-cache bytes of one token"
@@ -96,7 +100,8 @@ class ReplayCreate(ReplaySpec):
     prefix_hash: bool | None = Field(default=None, description="shorthand: chain block hashes into prefix keys")
     linear_step: Annotated[int, Field(ge=1, le=2**31 - 1)] | None = Field(
         default=None,
-        description="shorthand, hybrid models: tokens between saved linear-attention states (with linear_state_bytes)",
+        description="shorthand, hybrid models: tokens between saved linear-attention states (with "
+        "linear_state_bytes, or a hybrid model preset)",
     )
     linear_state_bytes: Annotated[int, Field(ge=1, le=2**50)] | None = Field(
         default=None, description="shorthand, hybrid models: bytes of one saved linear-attention state"

@@ -16,6 +16,19 @@ The shapes below are the models' published ``config.json`` values (``num_hidden_
 counted with full attention: a sliding window (Mistral-7B-v0.1) bounds how much a sequence keeps,
 not what one token costs. Bytes per element: bf16 and fp16 2 (the default), fp8 1.
 
+A hybrid model (linear attention or Mamba layers beside full attention) keeps a KV cache in its
+full-attention layers only (``layers`` counts those), and one fixed-size recurrent state per
+sequence position where a state is saved, over all its linear layers::
+
+    state bytes = linear layers x state elements per layer x dtype bytes
+
+    Gated DeltaNet (Qwen3-Next):  value heads x key head dim x value head dim          (recurrent)
+                                  + (2 x key heads x key head dim + value heads x value head dim)
+                                    x (conv kernel - 1)                                 (convolution)
+
+The state is counted in the KV dtype (vLLM's default keeps it in the model's dtype; a float32
+state is twice as big: give ``linear_state_bytes`` then, with ``kv_bytes_per_token``).
+
 For the prefill model (litehit.tiers.prefill) a model also has its published parameter count
 (active parameters per token for a mixture of experts), its query heads
 (``num_attention_heads``) and the dimension of one head.
@@ -78,6 +91,17 @@ class KvModel:
     heads: int = 0
     attention_head_dim: int = 0
     total_params: int = 0  # a mixture of experts: all its weights (0: the same as active_params)
+    # a hybrid model: its linear-attention (or Mamba) layers and one layer's state elements
+    linear_layers: int = 0
+    linear_state_elements: int = 0
+
+    @property
+    def is_hybrid(self) -> bool:
+        return self.linear_layers > 0
+
+    def state_bytes(self, dtype: str = DEFAULT_KV_DTYPE) -> int:
+        """Bytes of one saved recurrent state over all linear layers (0 for a Full-only model)."""
+        return self.linear_layers * self.linear_state_elements * KV_DTYPE_BYTES[dtype]
 
     @property
     def params(self) -> int:
@@ -103,7 +127,10 @@ class KvModel:
         if self.is_mla:
             latent = f"{self.kv_lora_rank} kv_lora_rank + {self.qk_rope_head_dim} qk_rope_head_dim"
             return f"{self.layers} layers x ({latent}) MLA"
-        return f"{self.layers} layers x {self.kv_heads} KV heads x {self.head_dim} head dim x 2 (K, V)"
+        full = f"{self.layers} layers x {self.kv_heads} KV heads x {self.head_dim} head dim x 2 (K, V)"
+        if self.is_hybrid:
+            return f"{full}; state: {self.linear_layers} linear layers x {self.linear_state_elements:,} elements"
+        return full
 
 
 MODELS: tuple[KvModel, ...] = (
@@ -183,6 +210,24 @@ MODELS: tuple[KvModel, ...] = (
         active_params=7_250_000_000,
         heads=32,
         attention_head_dim=128,
+    ),
+    # hybrid: num_hidden_layers 48, full_attention_interval 4 (12 full-attention layers with
+    # num_key_value_heads 2, head_dim 256, 16 query heads; 36 Gated DeltaNet layers with
+    # linear_num_value_heads 32, linear_num_key_heads 16, linear_key_head_dim 128,
+    # linear_value_head_dim 128, linear_conv_kernel_dim 4): a state layer holds
+    # 32 x 128 x 128 + (2 x 16 x 128 + 32 x 128) x 3 = 548,864 elements; 80 B parameters, 3 B active
+    KvModel(
+        "Qwen3-Next-80B-A3B",
+        "Qwen/Qwen3-Next-80B-A3B-Instruct",
+        layers=12,
+        kv_heads=2,
+        head_dim=256,
+        active_params=3_000_000_000,
+        total_params=80_000_000_000,
+        heads=16,
+        attention_head_dim=256,
+        linear_layers=36,
+        linear_state_elements=32 * 128 * 128 + (2 * 16 * 128 + 32 * 128) * 3,
     ),
     # num_hidden_layers 61, kv_lora_rank 512, qk_rope_head_dim 64; 671 B parameters of which 37 B
     # active per token; 128 heads attending with 192-dim queries/keys (128 + 64 rope) and 128-dim

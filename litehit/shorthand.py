@@ -8,14 +8,17 @@ fields) both expand it here; errors name the option the way its user typed it.
   ``kv_dtype``, or given, or the 2 KiB/token default), or ``block_bytes`` per trace block scaled
   to the block size; at most one of ``model``, ``kv_bytes_per_token`` and ``block_bytes``;
 - hybrid models: ``linear_step`` (tokens, a multiple of every block size) and ``linear_state_bytes``
-  (one saved linear-attention state) together make every lane a hybrid lane (HYBRID_G5.md);
+  (one saved linear-attention state) together make every lane a hybrid lane (HYBRID_G5.md); a
+  hybrid ``model`` gives the state bytes itself (in its ``kv_dtype``), and ``linear_step`` then
+  defaults to the least common multiple of the block sizes (a state at every block of one lane);
 - several lanes fan every read out to all of them; one lane takes every read.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from litehit.errors import ConfigError, ConfigIssue
@@ -90,7 +93,24 @@ def _kv_bytes_per_token(s: Shorthand, name: Namer) -> int:
 
 
 def _linear(s: Shorthand, sizes: Sequence[int], name: Namer) -> tuple[int, int] | None:
-    """(linear_step, state bytes) of hybrid lanes, or None; both options or neither."""
+    """(linear_step, state bytes) of hybrid lanes, or None; both options or neither, or a hybrid
+    model (its state bytes, the step given or the block sizes' least common multiple)."""
+    preset = None if s.model is None else model_named(s.model)
+    if preset is not None and preset.is_hybrid:
+        if s.linear_state_bytes is not None:
+            raise ConfigError(
+                [
+                    ConfigIssue(
+                        name("linear_state_bytes"),
+                        s.linear_state_bytes,
+                        f"cannot be combined with {name('model')} {preset.name} (its states are "
+                        f"{preset.state_bytes(s.kv_dtype or DEFAULT_KV_DTYPE):,} bytes; give "
+                        f"{name('kv_bytes_per_token')} instead of {name('model')} for other sizes)",
+                    )
+                ]
+            )
+        step = math.lcm(*sizes) if s.linear_step is None else s.linear_step
+        s = replace(s, linear_step=step, linear_state_bytes=preset.state_bytes(s.kv_dtype or DEFAULT_KV_DTYPE))
     if s.linear_step is None and s.linear_state_bytes is None:
         return None
     if s.linear_step is None or s.linear_state_bytes is None:

@@ -507,6 +507,15 @@ def check_replay_spec(spec: ReplaySpec) -> list[ConfigIssue]:
                         f"{inst.instance_group_name}'s KV bytes give {per_token} B/token x block_size "
                         f"{inst.block_size} = {expected}: leave the location specs out, or make them agree",
                     )
+        hybrid = None if group is None or group.model is None else model_named(group.model)
+        if hybrid is not None and hybrid.is_hybrid and inst.linear_step == 0:
+            fail(
+                f"{where}.linear_step",
+                inst.linear_step,
+                f"instance[{iid}]: model {hybrid.name} is hybrid ({hybrid.linear_layers} linear-attention layers "
+                "beside its full-attention ones): give it linear_step and a linear location-spec group, or use "
+                "the shorthand's model, which sets both",
+            )
         if iid and iid in seen_ids:
             fail(f"{where}.instance_id", iid, f"duplicate instance_id[{iid}] in config")
         seen_ids.add(iid)

@@ -13,7 +13,8 @@ The first term is the weights' multiply-adds for the new tokens; the second the 
 new tokens over the cached ones and over each other (causal). Left out: queueing, batching with
 other requests, decode, kernel efficiency beyond the one mfu factor, the time to write new blocks
 to lower tiers, link contention between requests, and tensor or pipeline parallelism (one GPU
-per instance). Every constant is printed with the result (``constants``).
+per instance), and for a hybrid model (``layers`` are its full-attention layers) the recurrent work
+of its linear layers. Every constant is printed with the result (``constants``).
 """
 
 from __future__ import annotations

@@ -76,3 +76,31 @@ def test_the_shorthand_makes_hybrid_lanes_over_http(api: Any, tmp_path: Path) ->
     bad = api.post("/v1/replays", json={**body, "linear_step": 6})
     assert bad.status_code == 422, bad.text
     assert any("linear_step" in str(d["loc"]) and "multiple" in d["msg"] for d in bad.json()["error"]["details"])
+
+
+def test_a_hybrid_model_preset_over_http_equals_the_cli(
+    api: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The shorthand's model field with a hybrid preset (Qwen3-Next: 24,576 B/token of KV, a
+    39,518,208-byte state per block) gives the facts of the CLI's explicit hybrid flags."""
+    trace = write_rows(tmp_path / "t.jsonl", ROWS)
+    uploaded = upload(api, trace.read_bytes(), "hybrid.jsonl")
+    body = {"trace_id": uploaded["id"], "trace_format": "standard", "block_size": 4, "model": "Qwen3-Next-80B-A3B"}
+    r = api.post("/v1/replays", json=body)
+    assert r.status_code == 202, r.text
+    replay = wait_job(api, r.headers["location"])
+    assert replay["state"] == "succeeded", replay["error"]
+    flags = ["--kv-bytes-per-token", "24576", "--linear-step", "4", "--linear-state-bytes", "39518208"]
+    assert (
+        main(["replay", str(trace), "--format", "standard", "--block-size", "4", *flags, "-o", str(tmp_path / "c")])
+        == 0
+    )
+    capsys.readouterr()
+    served = api.get(replay["facts"]["url"]).content
+    assert served == (tmp_path / "c" / "litehit_facts.csv").read_bytes() and b'"bytes:' in served
+    bad = api.post("/v1/replays", json={**body, "linear_state_bytes": 4096})
+    assert bad.status_code == 422, bad.text
+    assert any(
+        "linear_state_bytes" in str(d["loc"]) and "cannot be combined" in d["msg"]
+        for d in bad.json()["error"]["details"]
+    )
