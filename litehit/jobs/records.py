@@ -182,8 +182,9 @@ class JobRecorder:
                 return False
             ensure_schema(self.settings.db_url)
             self._write(exc)
-        except Exception as problem:
-            print(f"litehit: warning: not recording this run in {self.settings.db_url}: {problem}", file=sys.stderr)
+        except Exception as problem:  # the settings themselves may be what failed
+            where = self._settings.db_url if self._settings is not None else "the database"
+            print(f"litehit: warning: not recording this run in {where}: {problem}", file=sys.stderr)
             return False
         return True
 

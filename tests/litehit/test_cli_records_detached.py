@@ -110,3 +110,12 @@ def test_switched_off_the_child_records_nothing(tmp_path: Path, facts: Path) -> 
     assert r.returncode == 0 and r.stderr == "", r.stderr
     wait_for_records()
     assert not (home / "litehit.db").exists()
+
+
+def test_settings_that_fail_only_in_the_child_still_warn(tmp_path: Path, facts: Path) -> None:
+    """The query command answers without reading the settings; its recording child reads them and
+    warns when they are invalid (nothing is recorded, the answer stands)."""
+    env = {**_env(tmp_path / "home"), "LITEHIT_DB_POOL_SIZE": "many"}
+    r = subprocess.run([LITEHIT, "query", str(facts), "--capacity", "1"], capture_output=True, text=True, env=env)
+    assert r.returncode == 0 and "3,993" in r.stdout
+    assert "warning: not recording this run in the database" in r.stderr and "db_pool_size" in r.stderr
