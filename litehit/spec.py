@@ -492,6 +492,13 @@ def check_replay_spec(spec: ReplaySpec) -> list[ConfigIssue]:
         per_token = group.token_kv_bytes if group is not None and not kv_bytes_issues(group, "") else None
         if kv_given and _gives_no_specs(inst):  # a group's bad KV fields are reported once, above
             issues += instance_issues(inst, groups, where, specs_given=False)
+            if inst.linear_step > 0:  # the group's KV bytes are the Full blocks' only: no state size
+                fail(
+                    f"{where}.location_spec_infos",
+                    [],
+                    f"instance[{iid}] is a hybrid lane (linear_step {inst.linear_step}): give its location specs "
+                    "with a linear group for the state's bytes (the group's KV bytes size the Full blocks only)",
+                )
             if per_token is not None and per_token * inst.block_size > INT64[1]:
                 fail(f"{where}.block_size", inst.block_size, f"instance[{iid}]: block bytes overflow int64")
         else:

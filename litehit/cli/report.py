@@ -98,8 +98,10 @@ def _replay_record(facts: Path) -> ReplayRecord | None:
     """The newest succeeded replay that `litehit replay` recorded for this very file (same
     resolved path, recorded after the file was last written); None when there is none or the
     database cannot be read. Never creates or migrates a database."""
+    from litehit.jobs.records import wait_for_records
     from litehit.settings import get_settings
 
+    wait_for_records()  # `litehit replay F && litehit report F`: its recording may still be committing
     settings = get_settings()
     url = settings.db_url
     if url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).exists():

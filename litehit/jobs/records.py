@@ -15,6 +15,7 @@ a command: if the database is unusable, the command (or its recording child) war
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import tempfile
@@ -145,10 +146,17 @@ class JobRecorder:
     def job_id(self) -> str | None:
         """The recorded job (None if not recorded). Known before a recording child has written
         its rows, so a command can print it; asking for it reads the settings."""
-        return self._job_id if self._job_id is not None and self.settings.record_jobs else None
+        if self._job_id is None:
+            return None
+        try:
+            return self._job_id if self.settings.record_jobs else None
+        except Exception:  # settings only a recording child read (and warned about)
+            return None
 
     def _forks(self) -> bool:
-        return self.detach and hasattr(os, "fork") and threading.active_count() == 1
+        """Whether the rows are written by a forked child: asked for, possible, safe (no other
+        thread alive) and not as a container's init process (its exit would kill the child)."""
+        return self.detach and hasattr(os, "fork") and threading.active_count() == 1 and os.getpid() != 1
 
     def __enter__(self) -> JobRecorder:
         if self._forks() or self.settings.record_jobs:  # a recording child reads the settings itself
@@ -171,6 +179,8 @@ class JobRecorder:
         if self._started is None:
             return
         self._finished = datetime.now(UTC)
+        if isinstance(exc, BrokenPipeError) and self._outcome is not None:
+            exc = None  # the result was complete; only its reader went away (`litehit query F | head -1`)
         if self._forks() and self._fork(exc):
             return  # this is the command: its child records
         if not self._record(exc):
@@ -194,14 +204,15 @@ class JobRecorder:
         so a reader that starts after this command exits still waits for the rows."""
         import fcntl
 
+        for stream in (sys.stdout, sys.stderr):  # before the lock: a slow reader must not hold it
+            with contextlib.suppress(OSError, ValueError):  # a closed pipe: the command reports it itself
+                stream.flush()
         try:
             lock = os.open(_lock_path(), os.O_RDWR | os.O_CREAT, 0o600)
         except OSError:
             return False
         try:
             fcntl.flock(lock, fcntl.LOCK_SH)
-            sys.stdout.flush()
-            sys.stderr.flush()
             pid = os.fork()
         except OSError:
             os.close(lock)
@@ -214,7 +225,7 @@ class JobRecorder:
             os.setsid()  # the terminal's Ctrl-C after the command returned does not reach it
             devnull = os.open(os.devnull, os.O_RDWR)
             os.dup2(devnull, 0)
-            os.dup2(devnull, 1)  # a pipe reading the command's output ends with the command
+            os.dup2(devnull, 1)  # a pipe on stdout ends with the command (stderr stays: the warning)
             code = 0 if self._record(exc) else 1
             sys.stderr.flush()
         finally:

@@ -119,3 +119,18 @@ def test_settings_that_fail_only_in_the_child_still_warn(tmp_path: Path, facts: 
     r = subprocess.run([LITEHIT, "query", str(facts), "--capacity", "1"], capture_output=True, text=True, env=env)
     assert r.returncode == 0 and "3,993" in r.stdout
     assert "warning: not recording this run in the database" in r.stderr and "db_pool_size" in r.stderr
+
+
+def test_a_closed_pipe_after_the_answer_records_the_run_as_succeeded(home: Path, tmp_path: Path, facts: Path) -> None:
+    """`litehit query F -o out | head -0`-style: the reader goes away, the result was complete."""
+    proc = subprocess.Popen(
+        [LITEHIT, "query", str(facts), "--capacity", *["1"] * 2000, "-o", str(tmp_path / "q.jsonl")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=_env(home),
+    )
+    assert proc.stdout is not None
+    proc.stdout.close()  # before the table (2,000 columns: far beyond a pipe buffer) is written
+    assert proc.wait(timeout=60) == 0
+    rows = _jobs(home)
+    assert [row[3] for row in rows if row[1] == "query"] == ["succeeded"]

@@ -272,3 +272,21 @@ def test_a_config_group_with_a_hybrid_model_refuses_a_full_only_instance(tmp_pat
     assert done.returncode == 1 and len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert done.stderr.startswith("litehit: error: instances[0].linear_step: instance[b512]: model Qwen3-Next-80B-A3B")
     assert "is hybrid (36 linear-attention layers" in done.stderr and not (tmp_path / "out").exists()
+
+
+def test_a_hybrid_instance_without_location_specs_is_refused(tmp_path: Path, data_dir: Path) -> None:
+    """A group's model (hybrid or not) sizes Full blocks only: a linear_step instance that leaves
+    its specs out has no state size and would replay as Full-only, so it is refused."""
+    for model in (QWEN3_NEXT, "Llama-3.1-8B"):
+        config = {
+            "trace_file_path": str(data_dir / "conversation_trace.jsonl"),
+            "output_result_path": str(tmp_path / "out"),
+            "block_size": 512,
+            "instance_groups": [{"name": "g", "model": model}],
+            "instances": [{"instance_group_name": "g", "instance_id": "h", "block_size": 512, "linear_step": 512}],
+        }
+        (tmp_path / "c.json").write_text(json.dumps(config))
+        done = subprocess.run([LITEHIT, "replay", str(tmp_path / "c.json")], capture_output=True, text=True)
+        assert done.returncode == 1 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+        assert done.stderr.startswith("litehit: error: instances[0].location_spec_infos: instance[h] is a hybrid lane")
+        assert not (tmp_path / "out").exists()
