@@ -227,6 +227,23 @@ ONLINE_INSTANCE_EXAMPLES = examples(
         "An instance of the group: 16 tokens per block, 64 KiB per block",
         _instance(ONLINE_INSTANCE, ONLINE_GROUP, 16, 65536),
     ),
+    hybrid=(
+        "A hybrid instance (Qwen3-Next-80B-A3B in bf16): 384 KiB of full-attention KV per 16-token block, a "
+        "37.7 MiB linear-attention state saved every 256 tokens; its slots are total bytes",
+        {
+            **_instance("qwen-next-1", ONLINE_GROUP, 16, 393216),
+            "linear_step": 256,
+            "location_spec_infos": [{"name": "kv", "size": 393216}, {"name": "state", "size": 39518208}],
+            "location_spec_groups": [
+                {"name": "full", "spec_names": ["kv"]},
+                {"name": "linear", "spec_names": ["state"]},
+            ],
+            "optimizer_state_info": {
+                "full_location_spec_group_name": "full",
+                "linear_location_spec_group_name": "linear",
+            },
+        },
+    ),
 )
 TRACE_QUERY_EXAMPLES = examples(
     request=("Three full blocks of a 50-token request", {"block_keys": [11, 22, 33], "input_token_len": 50}),

@@ -76,9 +76,9 @@ class OwnerCollector:
             memory.add_metric(inst, view["engine_memory_bytes"])
             live = owner.instances[instance_id]
             for fraction in PLATEAU_FRACTIONS:
-                blocks = live.curve.capacity_reaching(fraction)
-                if blocks is not None:
-                    plateau.add_metric([*inst, repr(fraction)], blocks * view["block_bytes"])
+                reached = live.plateau_capacity_bytes(fraction)
+                if reached is not None:
+                    plateau.add_metric([*inst, repr(fraction)], reached)
         yield from (hit_tokens, hit_rate, input_tokens, queries, memory, plateau)
         yield GaugeMetricFamily("litehit_online_instances", "Live instances of this owner", value=len(owner.instances))
         owned = GaugeMetricFamily(

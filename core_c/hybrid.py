@@ -26,7 +26,15 @@ from core_c._core import ffi, lib
 from core_c._handle import CHandle
 from core_c.errors import new_error_buffer, raise_for_status
 
-__all__ = ["HybridFacts", "HybridLane", "HybridStats", "StepFact", "project_steps", "project_steps_infinite"]
+__all__ = [
+    "HybridFacts",
+    "HybridLane",
+    "HybridStats",
+    "StepFact",
+    "project_steps",
+    "project_steps_batch",
+    "project_steps_infinite",
+]
 
 StepFact = tuple[tuple[int, int], ...]
 U64Array = npt.NDArray[np.uint64]
@@ -172,3 +180,27 @@ def project_steps_infinite(points: Sequence[tuple[int, int]] | U64Array) -> int:
     """Hit blocks of a byte-step fact at infinite capacity."""
     arr, n = _flat(points)
     return int(lib.lh_project_steps_infinite(ptr("uint64_t[]", arr) if n else ffi.NULL, n))
+
+
+def project_steps_batch(facts: HybridFacts, capacity_bytes: Sequence[int | None]) -> U64Array:
+    """Hit blocks of every request of a batch's facts at many total byte capacities (None =
+    infinite): a (requests, capacities) array."""
+    if any(c is not None and c < 0 for c in capacity_bytes):
+        raise ValueError("capacities must not be negative; use None for infinite")
+    caps = np.array([0 if c is None else min(int(c), U64_MAX) for c in capacity_bytes], dtype=np.uint64)
+    inf = np.array([c is None for c in capacity_bytes], dtype=np.uint8)
+    n = len(facts)
+    hits = np.zeros((n, len(caps)), dtype=np.uint64)
+    if n and len(caps):
+        points = np.ascontiguousarray(facts.points, dtype=np.uint64).reshape(-1)
+        offsets = np.ascontiguousarray(facts.point_offsets, dtype=np.int64)
+        lib.lh_project_steps_batch(
+            ptr("uint64_t[]", points) if len(points) else ffi.NULL,
+            ptr("int64_t[]", offsets),
+            n,
+            ptr("uint64_t[]", caps),
+            ptr("uint8_t[]", inf),
+            len(caps),
+            ptr("uint64_t[]", hits),
+        )
+    return hits

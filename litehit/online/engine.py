@@ -4,6 +4,11 @@ A trace query is NormalizeRequest (no re-blocking; a missing length is keys x bl
 the lane core (TTL on wall-clock time, or the request's own timestamp_ns) -> the projector at
 every slot, then integer counters. Rates are derived from integer sums, never averaged.
 Everything here runs in the one process that owns the instance (litehit/online/owner.py).
+
+A Full-only instance (linear_step 0) runs the lane core and counts its slots in blocks; a hybrid
+one (linear_step > 0) runs the hybrid lane (Full blocks and Linear states in one byte budget,
+HYBRID_G5.md section 6.3) and counts its slots in bytes: its facts are byte steps, projected at
+each slot's total bytes, and its live curve is on the byte axis.
 """
 
 from __future__ import annotations
@@ -18,13 +23,14 @@ import numpy as np
 import numpy.typing as npt
 
 import core_c
+from core_c.hybrid import HybridLane, project_steps_batch
 from litehit.capacity import CapacitySlot, capacity_blocks
 from litehit.db.models import utcnow
-from litehit.errors import LiteHitError
-from litehit.online.curve import LiveCurve
+from litehit.errors import LiteHitError, OnlineError
+from litehit.online.curve import LiveCurve, StepCurve
 from litehit.spec import InstanceGroup, InstanceInfo
 
-__all__ = ["PLATEAU_FRACTIONS", "Counters", "OnlineInstance", "RequestRejected", "TraceQuery"]
+__all__ = ["PLATEAU_FRACTIONS", "CapacityRefused", "Counters", "OnlineInstance", "RequestRejected", "TraceQuery"]
 
 PLATEAU_FRACTIONS = (0.5, 0.9, 0.99)  # the capacities reaching these shares of the plateau, live
 
@@ -36,6 +42,11 @@ class RequestRejected(LiteHitError):
     def __init__(self, index: int, message: str, field: str = "block_keys") -> None:
         self.index, self.message, self.field = index, message, field
         super().__init__(f"request {index}: {message}")
+
+
+class CapacityRefused(OnlineError):
+    """A capacity the instance cannot answer: blocks or tokens on a hybrid instance, whose
+    capacities are total bytes (Full blocks and Linear states share them)."""
 
 
 @dataclass
@@ -80,14 +91,30 @@ class OnlineInstance:
 
     def __init__(self, info: InstanceInfo, group: InstanceGroup, counters: dict[str, Any] | None = None) -> None:
         self.info, self.group = info, group
-        self.block_bytes = info.block_bytes
+        self.block_bytes = info.block_bytes  # the Full charge
+        self.hybrid = info.linear_step > 0
         self.capacity_gb = sorted(group.capacity_gb)  # the original sorts slots on load
         # registration accepts only finite, non-negative capacities, so every slot is finite
-        self.slots = [capacity_blocks(gb, self.block_bytes) for gb in self.capacity_gb]
+        self.capacity_bytes = [CapacitySlot(gb).capacity_bytes for gb in self.capacity_gb]
+        curve = (counters or {}).get("curve")
+        self.lane: core_c.Lane | HybridLane
+        self.curve: LiveCurve | StepCurve  # the exact hits at any capacity, restored with the counters
+        if self.hybrid:
+            self.slots: list[int] = self.capacity_bytes
+            self.lane = HybridLane(
+                full_charge=self.block_bytes,
+                linear_charge=info.linear_charge_bytes,
+                step_blocks=info.linear_step_blocks,
+                ttl_ns=group.ttl_ns,
+            )
+            self.curve = StepCurve.from_state(curve)
+        else:
+            self.slots = [_finite(capacity_blocks(gb, self.block_bytes)) for gb in self.capacity_gb]
+            self.lane = core_c.Lane(ttl_ns=group.ttl_ns)
+            self.curve = LiveCurve.from_state(curve)
         self.counters = Counters.from_dict(counters, len(self.slots))
-        # the exact hits at any capacity (litehit.online.curve), restored with the counters
-        self.curve = LiveCurve.from_state((counters or {}).get("curve") if self.counters.queries else None)
-        self.lane = core_c.Lane(ttl_ns=group.ttl_ns)
+        if not self.counters.queries:
+            self.curve = type(self.curve)()
         self.state_since: datetime = utcnow()  # the LRU state is rebuilt empty at load
         self.last_timestamp_ns: int | None = None  # of the last applied request
         self.dirty = False
@@ -122,11 +149,18 @@ class OnlineInstance:
         )
         if self.group.ttl_ns and n:
             self._check_time_order(stamps)
-        facts = self.lane.process_batch(batch.keys, batch.offsets, stamps)
-        self.curve.add(facts.segments)
+        if isinstance(self.lane, HybridLane):
+            steps = self.lane.process_batch(batch.keys, batch.offsets, stamps)
+            assert isinstance(self.curve, StepCurve)
+            self.curve.add(steps.points, steps.point_offsets)
+            hits = project_steps_batch(steps, [*self.slots, None]).astype(np.int64)
+        else:
+            facts = self.lane.process_batch(batch.keys, batch.offsets, stamps)
+            assert isinstance(self.curve, LiveCurve)
+            self.curve.add(facts.segments)
+            hits = core_c.project_batch(facts.segments, facts.seg_offsets, [*self.slots, None]).astype(np.int64)
         if n:
             self.last_timestamp_ns = int(stamps[-1])
-        hits = core_c.project_batch(facts.segments, facts.seg_offsets, [*self.slots, None]).astype(np.int64)
         self._count(batch, hits)
         return self._results(batch.input_lens, np.diff(batch.offsets), hits)
 
@@ -188,14 +222,12 @@ class OnlineInstance:
         """The live curve: hits at the asked capacities, the tier split, the capacities reaching
         50/90/99% of the plateau, and at most `points` breakpoints (evenly spaced in hits)."""
         c, bs, bb = self.counters, self.info.block_size, self.block_bytes
+        blocks_of = self._curve_capacity
 
-        def blocks_of(slot: CapacitySlot) -> int | None:
-            return slot.blocks(bb, bs)
-
-        def point(blocks: int | None, hits: int) -> dict[str, Any]:
+        def point(size: int | None, hits: int) -> dict[str, Any]:
             return {
-                "capacity_blocks": blocks,
-                "capacity_bytes": None if blocks is None else blocks * bb,
+                "capacity_blocks": None if self.hybrid or size is None else size,
+                "capacity_bytes": None if size is None else size if self.hybrid else size * bb,
                 "hit_blocks": hits,
                 "hit_tokens": hits * bs,
                 "hit_rate": hits * bs / c.input_tokens if c.input_tokens else 0.0,
@@ -230,6 +262,8 @@ class OnlineInstance:
             "instance_id": self.instance_id,
             "block_size": bs,
             "block_bytes": bb,
+            "linear_step": self.info.linear_step,
+            "capacity_unit": self.curve.unit,
             "queries": c.queries,
             "input_tokens": c.input_tokens,
             "state_since": self.state_since,
@@ -243,13 +277,64 @@ class OnlineInstance:
             "mode": mode,
             "tiers": split,
             "breakpoints": {
-                "columns": ["capacity_blocks", "hit_blocks", "hit_rate"],
+                "columns": [f"capacity_{self.curve.unit}", "hit_blocks", "hit_rate"],
                 "rows": [
                     [int(k), int(h), int(h) * bs / c.input_tokens if c.input_tokens else 0.0]
                     for k, h in zip(caps, hits, strict=True)
                 ],
             },
             "curve_memory_bytes": self.curve.memory_bytes,
+        }
+
+    def _curve_capacity(self, slot: CapacitySlot) -> int | None:
+        """A capacity in the live curve's unit: blocks (Full-only) or total bytes (hybrid); None
+        when infinite. CapacityRefused for blocks or tokens on a hybrid instance."""
+        if not self.hybrid:
+            return slot.blocks(self.block_bytes, self.info.block_size)
+        if slot.per_lane:
+            raise CapacityRefused(
+                f"instance {self.instance_id} is hybrid (linear_step {self.info.linear_step}): Full blocks and "
+                f"Linear states share its bytes, so give its capacities in bytes (4GiB, 512MiB, inf), not {slot.label}"
+            )
+        return None if slot.infinite else slot.capacity_bytes
+
+    def plateau_capacity_bytes(self, fraction: float) -> int | None:
+        """The capacity in bytes reaching fraction of the live curve's plateau (None before a hit)."""
+        reached = self.curve.capacity_reaching(fraction)
+        if reached is None or self.hybrid:
+            return reached
+        return reached * self.block_bytes
+
+    def _resident(self) -> dict[str, Any]:
+        """What the core holds now, as the original's ListInstances reports it: resident Full
+        blocks, their bytes (plus the Linear states' on a hybrid instance) and bytes per block."""
+        stats = self.lane.stats()
+        if isinstance(stats, core_c.LaneStats):
+            used, linear = stats.unique_blocks * self.block_bytes, 0
+            per_block = self.block_bytes
+        else:
+            used, linear = stats.resident_bytes, stats.resident_linear
+            per_block = used // stats.unique_blocks if stats.unique_blocks else 0
+        return {
+            "unique_blocks": stats.unique_blocks,
+            "resident_linear_states": linear,
+            "kv_cache_usage_bytes": used,
+            "bytes_per_block": per_block,
+            "engine_memory_bytes": stats.memory_bytes,
+            "expired_blocks": stats.expired_blocks,
+        }
+
+    def _capacity_blocks(self) -> dict[str, Any]:
+        """The slots in blocks: exact for a Full-only instance; a hybrid one has none (its slots
+        are bytes) and shows the original's estimate instead, trunc(bytes x step / (step x Full
+        charge + Linear charge)): one state spread over a step of blocks. Hits never use it."""
+        if not self.hybrid:
+            return {"capacity_blocks": self.slots, "estimated_capacity_blocks": self.slots}
+        step, linear = self.info.linear_step_blocks, self.info.linear_charge_bytes
+        per_step = step * self.block_bytes + linear
+        return {
+            "capacity_blocks": [None] * len(self.slots),
+            "estimated_capacity_blocks": [b * step // per_step for b in self.capacity_bytes],
         }
 
     def summary(self) -> dict[str, Any]:
@@ -260,16 +345,18 @@ class OnlineInstance:
         def rate(blocks: int) -> float:
             return blocks * bs / c.input_tokens if c.input_tokens else 0.0
 
-        stats = self.lane.stats()
         show_max = self.group.enable_theoretical_max_cache
         return {
             "instance_id": self.instance_id,
             "instance_group_name": self.group.name,
             "block_size": bs,
             "block_bytes": self.block_bytes,
+            "linear_step": self.info.linear_step,
+            "linear_charge_bytes": self.info.linear_charge_bytes,
             "ttl_seconds": self.group.ttl_seconds,
             "capacity_gb": self.capacity_gb,
-            "capacity_blocks": self.slots,
+            "capacity_bytes": self.capacity_bytes,
+            **self._capacity_blocks(),
             "total_queries": c.queries,
             "total_input_tokens": c.input_tokens,
             "total_blocks": c.blocks,
@@ -278,8 +365,12 @@ class OnlineInstance:
             "hit_rates": [rate(h) for h in c.hit_blocks],
             "max_hit_blocks": c.max_hit_blocks if show_max else -1,
             "max_hit_rate": rate(c.max_hit_blocks) if show_max else -1.0,
-            "unique_blocks": stats.unique_blocks,
-            "engine_memory_bytes": stats.memory_bytes,
-            "expired_blocks": stats.expired_blocks,
+            **self._resident(),
             "state_since": self.state_since,
         }
+
+
+def _finite(blocks: int | None) -> int:
+    if blocks is None:
+        raise ValueError("an online slot must be finite")
+    return blocks

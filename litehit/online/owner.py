@@ -178,12 +178,6 @@ class ShardOwner:
             issues = [
                 ConfigIssue(i.path.lstrip("."), i.value, i.message) for i in instance_issues(info, set(groups), "")
             ]
-            if info.linear_step != 0:
-                issues.append(
-                    ConfigIssue(
-                        "linear_step", info.linear_step, "online LiteHit instances are Full-only (linear_step 0)"
-                    )
-                )
             if issues:
                 raise ConfigError(issues)
             self.check_shard(info.instance_id)

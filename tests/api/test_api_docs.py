@@ -152,11 +152,16 @@ def test_every_example_is_accepted_by_the_api_and_the_online_owner(settings: Set
         assert len(enqueued) == sum("/v1/online/" not in where for where in ours)  # every job was queued
 
         owner_statuses = post_every_example(owner)
-        assert len(owner_statuses) == 4, owner_statuses
-        for where, status in owner_statuses.items():  # the API registered the same group and instance
+        assert len(owner_statuses) == 5, owner_statuses
+        for where, status in owner_statuses.items():  # the API registered the same group and instances
             assert status == (
-                409 if where.endswith(("/groups example 'ttl'", "/instances example 'instance'")) else 200
+                409
+                if where.endswith(
+                    ("/groups example 'ttl'", "/instances example 'instance'", "/instances example 'hybrid'")
+                )
+                else 200
             )
+        assert api.get("/v1/online/instances/qwen-next-1").json()["linear_step"] == 256
         r = api.get("/v1/online/instances/node-7")
         assert r.status_code == 200 and r.json()["total_queries"] == 3 * 2, r.text  # each query example twice
 
