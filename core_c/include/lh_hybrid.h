@@ -29,7 +29,8 @@
  * wrote it. Dead objects stop coverage like absent ones and are no restore points. Only expired
  * Full blocks count as expired_blocks.
  *
- * State: two key -> position maps (lh_keymap.h), one bitset per type over positions with a
+ * State: one map from a key to the positions of its Full block and its Linear state (16 bytes a
+ * slot: one probe finds both), one bitset per type over positions with a
  * Fenwick tree of per-superblock counts, TTL epochs; stale and dead positions are compacted away
  * (when positions > 2 x alive objects + 4096). Same contracts as the lane core: status + error
  * buffer, a failing request changes nothing, no function prints, aborts or exits.

@@ -5,7 +5,9 @@
  * owns one marker, the bit of its latest position in its type's bitset; the bytes more recent
  * than position p are full_charge x (Full markers above p) + linear_charge x (Linear markers
  * above p), counted with a rank structure per type (bitset + Fenwick tree over 512-position
- * superblocks). Each type has its own key -> position map (lh_keymap.h). Stale positions (bits
+ * superblocks). One map holds, per key, the positions of its Full block and of its Linear state (a
+ * state is written only with its Full block, just before it, so a key has a Full position whenever
+ * it has a state, and the state's is the lower): one probe finds both. Stale positions (bits
  * cleared by a later touch) and dead ones (below the TTL watermark) are compacted away when the
  * positions exceed twice the alive objects plus a slack of 4096: the alive markers are renumbered
  * 1 .. A in order, the dead entries dropped from the maps; no result changes.
@@ -26,11 +28,10 @@
 #define SB_WORDS 8 /* 64-bit words per superblock */
 #define SLACK 4096u
 #define MIN_SB 16u
-#define POS_LIMIT 0x7FFFFFFEull  /* largest position (the top bit of a map value is STATE_FLAG) */
+#define POS_LIMIT 0x7FFFFFFEull  /* largest position */
 #define MAX_OBJECTS (1ull << 30) /* objects of both types tracked at once */
-#define POS_MASK 0x7FFFFFFFu
-#define STATE_FLAG 0x80000000u /* in a Full entry: the key may have a Linear state (never a false no) */
 #define MAP_LOAD_PERCENT 80
+#define MIN_SLOTS 64u
 
 enum { FULL = 0, LINEAR = 1 };
 
@@ -45,12 +46,26 @@ typedef struct counts2 {
   int32_t n[2]; /* markers of each type */
 } counts2;
 
+/* A key and the positions of its two objects (LH_NIL: none). pos[FULL] == LH_NIL: an empty slot. */
+typedef struct pslot {
+  int64_t key;
+  uint32_t pos[2];
+} pslot;
+
+/* Open addressing, home lh_mix64(key) & mask, linear probing, no deletion (a compaction rebuilds
+ * the map without its dead keys); grows only in pm_reserve. */
+typedef struct pairmap {
+  pslot *slots; /* NULL before the first reserve */
+  size_t mask;
+  size_t count; /* keys held */
+} pairmap;
+
 struct lh_hybrid {
   lh_hybrid_config cfg;
   uint64_t charge[2];
   int linear; /* linear mode: states are written and restore points need them */
   uint64_t step;
-  lh_keymap map[2];
+  pairmap map;
   rankset rs[2];
   counts2 *fen;     /* Fenwick tree over the closed superblocks (below open_sb), both types at once */
   uint64_t nsb;     /* superblocks allocated, for both types */
@@ -64,9 +79,9 @@ struct lh_hybrid {
   uint64_t expired;
   /* per-request scratch: the running maximum of the Full coverage */
   uint64_t *pref;
-  size_t *fslot, *lslot; /* the map slot of each key looked up in phase 1 (NO_SLOT: absent), reused by
-                          * the commit: a present key's slot does not move during a request */
-  size_t n_fslot, n_lslot;
+  size_t *slot; /* the map slot of each key looked up in phase 1 (NO_SLOT: absent), reused by the
+                 * commit: a present key's slot does not move during a request */
+  size_t n_slot;
   size_t pref_cap;
   uint64_t n_requests, n_accesses, n_compactions;
 };
@@ -85,6 +100,56 @@ static inline unsigned popcount64(uint64_t x) {
   for (; x; x &= x - 1) n++;
   return n;
 #endif
+}
+
+/* ---- the map ------------------------------------------------------------------------------ */
+
+static inline size_t pm_home(const pairmap *m, int64_t key) { return (size_t)lh_mix64((uint64_t)key) & m->mask; }
+
+/* The slot holding key or the empty slot ending its probe run. The map must have slots. */
+static inline size_t pm_find(const pairmap *m, int64_t key) {
+  size_t i = pm_home(m, key);
+  while (m->slots[i].pos[FULL] != LH_NIL && m->slots[i].key != key) i = (i + 1) & m->mask;
+  return i;
+}
+
+static inline void pm_prefetch(const pairmap *m, int64_t key) {
+#if defined(__GNUC__)
+  if (m->slots != NULL) __builtin_prefetch(&m->slots[pm_home(m, key)], 0, 3);
+#else
+  (void)m;
+  (void)key;
+#endif
+}
+
+static pslot *pm_alloc(size_t n) {
+  pslot *slots = malloc(n * sizeof *slots);
+  if (slots != NULL) {
+    for (size_t i = 0; i < n; i++) slots[i].pos[FULL] = slots[i].pos[LINEAR] = LH_NIL;
+  }
+  return slots;
+}
+
+/* Room for `extra` more keys: 0, or -1 out of memory (the map unchanged). */
+static int pm_reserve(pairmap *m, size_t extra) {
+  size_t cap = m->slots == NULL ? 0 : m->mask + 1;
+  if (extra > SIZE_MAX / 100 - m->count) return -1;
+  size_t need = m->count + extra;
+  if (cap != 0 && need * 100 <= cap * MAP_LOAD_PERCENT) return 0;
+  size_t grown = cap ? cap : MIN_SLOTS;
+  while (need * 100 > grown * MAP_LOAD_PERCENT) {
+    if (grown > SIZE_MAX / 2 / sizeof(pslot)) return -1;
+    grown *= 2;
+  }
+  pslot *slots = pm_alloc(grown);
+  if (slots == NULL) return -1;
+  pairmap next = {slots, grown - 1, m->count};
+  for (size_t i = 0; i < cap; i++) {
+    if (m->slots[i].pos[FULL] != LH_NIL) next.slots[pm_find(&next, m->slots[i].key)] = m->slots[i];
+  }
+  free(m->slots);
+  *m = next;
+  return 0;
 }
 
 /* ---- rank structure ----------------------------------------------------------------------- */
@@ -189,55 +254,112 @@ static int reserve_positions(lh_hybrid *h, uint64_t need) {
 
 static inline uint64_t alive_from(const lh_hybrid *h) { return h->watermark > 1 ? h->watermark : 1; }
 
+static uint64_t bytes_of(const lh_hybrid *h, const uint64_t above[2]) {
+  return sat64((u128)above[FULL] * h->charge[FULL] + (u128)above[LINEAR] * h->charge[LINEAR]);
+}
+
 /* Bytes of the markers at positions above p. */
 static uint64_t bytes_above(const lh_hybrid *h, uint64_t p) {
   uint64_t c[2];
   rank2(h, p, c);
-  u128 full = (u128)(h->rs[FULL].count - c[FULL]) * h->charge[FULL];
-  u128 linear = (u128)(h->rs[LINEAR].count - c[LINEAR]) * h->charge[LINEAR];
-  return sat64(full + linear);
+  const uint64_t above[2] = {h->rs[FULL].count - c[FULL], h->rs[LINEAR].count - c[LINEAR]};
+  return bytes_of(h, above);
+}
+
+/* The markers of each type at positions lo+1 .. hi (lo < hi), from the words between. */
+static void count_between(const lh_hybrid *h, uint64_t lo, uint64_t hi, uint64_t out[2]) {
+  uint64_t first = lo + 1, wf = first >> 6, wl = hi >> 6;
+  uint64_t head = UINT64_MAX << (first & 63);
+  uint64_t tail = (hi & 63) == 63 ? UINT64_MAX : ((2ull << (hi & 63)) - 1);
+  for (int t = 0; t < 2; t++) {
+    const uint64_t *bits = h->rs[t].bits;
+    uint64_t c;
+    if (wf == wl) {
+      c = popcount64(bits[wf] & head & tail);
+    } else {
+      c = popcount64(bits[wf] & head) + popcount64(bits[wl] & tail);
+      for (uint64_t w = wf + 1; w < wl; w++) c += popcount64(bits[w]);
+    }
+    out[t] = c;
+  }
+}
+
+/* Phase 1 asks the markers above many positions of one snapshot, mostly close to each other (a
+ * request's blocks and states were committed together): the cursor keeps the last answer and
+ * counts only the words between it and the next position when they are near, the rank structure
+ * otherwise. Same counts either way. */
+#define NEAR_POSITIONS 384u
+
+typedef struct cursor {
+  uint64_t pos; /* 0: no answer yet */
+  uint64_t above[2];
+} cursor;
+
+static uint64_t cursor_bytes_above(const lh_hybrid *h, cursor *c, uint64_t p) {
+  uint64_t d[2];
+  if (c->pos != 0 && p <= c->pos && c->pos - p <= NEAR_POSITIONS) {
+    if (p < c->pos) {
+      count_between(h, p, c->pos, d);
+      c->above[FULL] += d[FULL];
+      c->above[LINEAR] += d[LINEAR];
+    }
+  } else if (c->pos != 0 && p > c->pos && p - c->pos <= NEAR_POSITIONS) {
+    count_between(h, c->pos, p, d);
+    c->above[FULL] -= d[FULL];
+    c->above[LINEAR] -= d[LINEAR];
+  } else {
+    rank2(h, p, d);
+    c->above[FULL] = h->rs[FULL].count - d[FULL];
+    c->above[LINEAR] = h->rs[LINEAR].count - d[LINEAR];
+  }
+  c->pos = p;
+  return bytes_of(h, c->above);
 }
 
 #define NO_SLOT SIZE_MAX
 
-/* RequiredBytes of key as type t: 0 when absent or dead (a real answer is >= its charge >= 1);
- * *slot = the map slot holding the key, NO_SLOT when absent. */
-static uint64_t required(const lh_hybrid *h, int t, int64_t key, size_t *slot) {
-  const lh_keymap *m = &h->map[t];
-  *slot = NO_SLOT;
-  if (m->slots == NULL) return 0;
-  size_t i = lh_keymap_find(m, key);
-  uint32_t v = lh_keymap_val(m, i);
-  if (v == LH_NIL) return 0;
-  *slot = i;
-  uint32_t p = v & POS_MASK;
-  if (p < alive_from(h)) return 0;
-  return sat64((u128)h->charge[t] + bytes_above(h, p));
+/* RequiredBytes of the type-t object of the key in map slot i: 0 when there is none or it is dead
+ * (a real answer is >= its charge >= 1). */
+static uint64_t required(const lh_hybrid *h, cursor *c, int t, size_t i) {
+  uint32_t p = h->map.slots[i].pos[t];
+  if (p == LH_NIL || p < alive_from(h)) return 0;
+  return sat64((u128)h->charge[t] + cursor_bytes_above(h, c, p));
 }
 
-/* Touches the key held in map slot i (found present in this request's phase 1); flag: STATE_FLAG
- * when a Full block's state was just written (a Full entry keeps the flag it had). */
-static void touch_slot(lh_hybrid *h, int t, size_t i, uint32_t flag) {
-  lh_keymap *m = &h->map[t];
-  uint32_t old = lh_keymap_val(m, i);
-  clear_bit(h, t, old & POS_MASK);
+/* Moves the type-t object of the key in map slot i to a new top position. */
+static void touch(lh_hybrid *h, int t, size_t i) {
+  uint32_t old = h->map.slots[i].pos[t];
+  if (old != LH_NIL) clear_bit(h, t, old);
   uint64_t p = ++h->top;
-  lh_keymap_set_val(m, i, (uint32_t)p | (old & STATE_FLAG) | flag);
+  h->map.slots[i].pos[t] = (uint32_t)p;
   set_bit(h, t, p);
 }
 
-static void touch(lh_hybrid *h, int t, int64_t key, uint32_t flag) {
-  lh_keymap *m = &h->map[t];
-  size_t i = lh_keymap_find(m, key);
-  uint32_t old = lh_keymap_val(m, i);
-  uint64_t p = ++h->top;
-  if (old != LH_NIL) {
-    clear_bit(h, t, old & POS_MASK);
-    lh_keymap_set_val(m, i, (uint32_t)p | (old & STATE_FLAG) | flag);
-  } else {
-    lh_keymap_put_at(m, i, key, (uint32_t)p | flag);
+/* touch(LINEAR, i) then touch(FULL, i), with one walk of the tree when both old markers are in
+ * the same closed superblock (the usual case: they were written together). */
+static void touch_both(lh_hybrid *h, size_t i) {
+  uint32_t *pos = h->map.slots[i].pos;
+  uint32_t old_l = pos[LINEAR], old_f = pos[FULL];
+  if (old_l != LH_NIL && old_f != LH_NIL && (old_l >> SB_SHIFT) == (old_f >> SB_SHIFT)) {
+    uint64_t sb = old_l >> SB_SHIFT;
+    h->rs[LINEAR].bits[old_l >> 6] &= ~(1ull << (old_l & 63));
+    h->rs[FULL].bits[old_f >> 6] &= ~(1ull << (old_f & 63));
+    h->rs[LINEAR].count--;
+    h->rs[FULL].count--;
+    if (sb < h->open_sb) {
+      for (uint64_t k = sb + 1; k <= h->nsb; k += k & (~k + 1)) {
+        h->fen[k - 1].n[FULL]--;
+        h->fen[k - 1].n[LINEAR]--;
+      }
+    }
+    pos[LINEAR] = (uint32_t)++h->top;
+    set_bit(h, LINEAR, h->top);
+    pos[FULL] = (uint32_t)++h->top;
+    set_bit(h, FULL, h->top);
+    return;
   }
-  set_bit(h, t, p);
+  touch(h, LINEAR, i);
+  touch(h, FULL, i);
 }
 
 static uint64_t alive_count(const lh_hybrid *h, int t) { return h->rs[t].count - rank_of(h, t, alive_from(h) - 1); }
@@ -342,20 +464,18 @@ static uint64_t rank_scan(const lh_hybrid *h, const uint64_t *before, uint64_t p
 static void compact(lh_hybrid *h) {
   uint64_t af = alive_from(h), base = rank_all(h, af - 1);
   int rebuild = base > 0;
-  lh_keymap maps[2] = {{NULL, 0, 0, MAP_LOAD_PERCENT}, {NULL, 0, 0, MAP_LOAD_PERCENT}};
+  pairmap map = {NULL, 0, 0};
   uint64_t *bits[2] = {NULL, NULL};
   uint64_t words = h->nsb * SB_WORDS;
   uint64_t *before = malloc((words + 1) * sizeof(uint64_t));
-  int ok = before != NULL;
+  int ok = before != NULL && (!rebuild || pm_reserve(&map, (size_t)alive_count(h, FULL)) == 0);
   for (int t = 0; t < 2 && ok; t++) {
     bits[t] = calloc(h->nsb * SB_WORDS, sizeof(uint64_t));
-    ok = bits[t] != NULL && (!rebuild || lh_keymap_reserve(&maps[t], (size_t)alive_count(h, t)) == 0);
+    ok = bits[t] != NULL;
   }
   if (!ok) {
-    for (int t = 0; t < 2; t++) {
-      lh_keymap_free(&maps[t]);
-      free(bits[t]);
-    }
+    free(map.slots);
+    for (int t = 0; t < 2; t++) free(bits[t]);
     free(before);
     return;
   }
@@ -363,18 +483,26 @@ static void compact(lh_hybrid *h) {
   for (uint64_t w = 0; w < words; w++) {
     before[w + 1] = before[w] + popcount64(h->rs[FULL].bits[w]) + popcount64(h->rs[LINEAR].bits[w]);
   }
-  for (int t = 0; t < 2; t++) {
-    lh_keymap *m = &h->map[t];
-    for (size_t i = 0; i < lh_keymap_capacity(m); i++) {
-      uint32_t v = lh_keymap_val(m, i), p = v & POS_MASK;
-      if (v == LH_NIL || p < af) continue;
-      uint64_t q = rank_scan(h, before, p) - base;
-      if (rebuild) {
-        lh_keymap_put(&maps[t], lh_keymap_key(m, i), (uint32_t)q | (v & STATE_FLAG));
-      } else {
-        lh_keymap_set_val(m, i, (uint32_t)q | (v & STATE_FLAG));
+  uint64_t kept[2] = {0, 0};
+  size_t cap = h->map.slots == NULL ? 0 : h->map.mask + 1;
+  for (size_t i = 0; i < cap; i++) {
+    pslot e = h->map.slots[i];
+    if (e.pos[FULL] == LH_NIL || e.pos[FULL] < af) continue; /* empty, or dead (and its state too) */
+    for (int t = 0; t < 2; t++) {
+      if (e.pos[t] == LH_NIL || e.pos[t] < af) {
+        e.pos[t] = LH_NIL;
+        continue;
       }
+      uint64_t q = rank_scan(h, before, e.pos[t]) - base;
+      e.pos[t] = (uint32_t)q;
       bits[t][q >> 6] |= 1ull << (q & 63);
+      kept[t]++;
+    }
+    if (rebuild) {
+      map.slots[pm_find(&map, e.key)] = e;
+      map.count++;
+    } else {
+      h->map.slots[i] = e;
     }
   }
   /* epochs: each start becomes 1 + the alive markers below it; epochs left empty merge into the
@@ -394,14 +522,14 @@ static void compact(lh_hybrid *h) {
   h->ep_len = out;
   h->ep_head = 0;
   uint64_t alive = rank_all(h, h->top) - base;
+  if (rebuild) {
+    free(h->map.slots);
+    h->map = map;
+  }
   for (int t = 0; t < 2; t++) {
-    if (rebuild) {
-      lh_keymap_free(&h->map[t]);
-      h->map[t] = maps[t];
-    }
     free(h->rs[t].bits);
     h->rs[t].bits = bits[t];
-    h->rs[t].count = h->map[t].count;
+    h->rs[t].count = kept[t];
   }
   free(before);
   h->top = alive;
@@ -431,7 +559,6 @@ int lh_hybrid_create(lh_hybrid **out, const lh_hybrid_config *config, char *err,
   h->charge[LINEAR] = config->linear_charge;
   h->linear = config->linear_charge > 0;
   h->step = config->step_blocks == 0 ? 1 : config->step_blocks;
-  h->map[FULL].max_load_percent = h->map[LINEAR].max_load_percent = MAP_LOAD_PERCENT;
   if (reserve_positions(h, 1) != 0) {
     lh_hybrid_destroy(h);
     return lh_fail(err, errlen, LH_ENOMEM, "out of memory creating a hybrid lane");
@@ -442,22 +569,21 @@ int lh_hybrid_create(lh_hybrid **out, const lh_hybrid_config *config, char *err,
 
 void lh_hybrid_destroy(lh_hybrid *h) {
   if (h == NULL) return;
-  for (int t = 0; t < 2; t++) {
-    lh_keymap_free(&h->map[t]);
-    free(h->rs[t].bits);
-  }
+  free(h->map.slots);
+  for (int t = 0; t < 2; t++) free(h->rs[t].bits);
   free(h->fen);
   free(h->ep_start);
   free(h->ep_ts);
   free(h->pref);
-  free(h->fslot);
-  free(h->lslot);
+  free(h->slot);
   free(h);
 }
 
 void lh_hybrid_reset(lh_hybrid *h) {
+  size_t cap = h->map.slots == NULL ? 0 : h->map.mask + 1;
+  for (size_t i = 0; i < cap; i++) h->map.slots[i].pos[FULL] = h->map.slots[i].pos[LINEAR] = LH_NIL;
+  h->map.count = 0;
   for (int t = 0; t < 2; t++) {
-    lh_keymap_clear(&h->map[t]);
     memset(h->rs[t].bits, 0, h->nsb * SB_WORDS * sizeof(uint64_t));
     h->rs[t].count = 0;
   }
@@ -471,7 +597,7 @@ void lh_hybrid_reset(lh_hybrid *h) {
 
 /* Everything request of n keys may need, allocated before it changes anything. */
 static int reserve_request(lh_hybrid *h, size_t n, char *err, size_t errlen) {
-  if ((uint64_t)h->map[FULL].count + h->map[LINEAR].count + 2 * (uint64_t)n > MAX_OBJECTS) {
+  if (h->rs[FULL].count + h->rs[LINEAR].count + 2 * (uint64_t)n > MAX_OBJECTS) {
     return lh_fail(err, errlen, LH_ERANGE, "a hybrid lane tracks at most %llu objects",
                    (unsigned long long)MAX_OBJECTS);
   }
@@ -479,25 +605,22 @@ static int reserve_request(lh_hybrid *h, size_t n, char *err, size_t errlen) {
   if (h->top + 2 * (uint64_t)n > POS_LIMIT) {
     return lh_fail(err, errlen, LH_ERANGE, "a request of %zu blocks does not fit the lane's positions", n);
   }
-  if (reserve_positions(h, h->top + 2 * (uint64_t)n + 1) != 0 || lh_keymap_reserve(&h->map[FULL], n) != 0 ||
-      (h->linear && lh_keymap_reserve(&h->map[LINEAR], n) != 0) || (h->cfg.ttl_ns > 0 && reserve_epoch(h) != 0)) {
+  if (reserve_positions(h, h->top + 2 * (uint64_t)n + 1) != 0 || pm_reserve(&h->map, n) != 0 ||
+      (h->cfg.ttl_ns > 0 && reserve_epoch(h) != 0)) {
     return lh_fail(err, errlen, LH_ENOMEM, "out of memory in a hybrid lane");
   }
   if (n > h->pref_cap) {
     uint64_t *pref = malloc(n * sizeof *pref);
-    size_t *fslot = malloc(n * sizeof *fslot), *lslot = malloc(n * sizeof *lslot);
-    if (pref == NULL || fslot == NULL || lslot == NULL) {
+    size_t *slot = malloc(n * sizeof *slot);
+    if (pref == NULL || slot == NULL) {
       free(pref);
-      free(fslot);
-      free(lslot);
+      free(slot);
       return lh_fail(err, errlen, LH_ENOMEM, "out of memory in a hybrid lane");
     }
     free(h->pref);
-    free(h->fslot);
-    free(h->lslot);
+    free(h->slot);
     h->pref = pref;
-    h->fslot = fslot;
-    h->lslot = lslot;
+    h->slot = slot;
     h->pref_cap = n;
   }
   return LH_OK;
@@ -505,19 +628,20 @@ static int reserve_request(lh_hybrid *h, size_t n, char *err, size_t errlen) {
 
 /* Phase 1 on the snapshot: writes the request's points, returns their number. */
 static size_t evaluate(lh_hybrid *h, const int64_t *keys, size_t n, uint64_t *pts) {
-  for (size_t i = 0; i < n; i++) lh_keymap_prefetch(&h->map[FULL], keys[i]);
+  for (size_t i = 0; i < n; i++) pm_prefetch(&h->map, keys[i]);
   size_t covered = 0;
   uint64_t run = 0;
-  h->n_fslot = h->n_lslot = 0;
+  cursor c = {0, {0, 0}};
+  h->n_slot = 0;
   while (covered < n) {
-    uint64_t r = required(h, FULL, keys[covered], &h->fslot[covered]);
-    h->n_fslot = covered + 1;
+    size_t i = pm_find(&h->map, keys[covered]);
+    int present = h->map.slots[i].pos[FULL] != LH_NIL;
+    h->slot[covered] = present ? i : NO_SLOT;
+    h->n_slot = covered + 1;
+    uint64_t r = present ? required(h, &c, FULL, i) : 0;
     if (r == 0) break;
     run = max64(run, r);
     h->pref[covered++] = run;
-  }
-  for (size_t p = 0; h->linear && p < covered; p++) { /* the states that may exist */
-    if (lh_keymap_val(&h->map[FULL], h->fslot[p]) & STATE_FLAG) lh_keymap_prefetch(&h->map[LINEAR], keys[p]);
   }
   size_t m = 0;
   uint64_t last = 0;
@@ -527,12 +651,7 @@ static size_t evaluate(lh_hybrid *h, const int64_t *keys, size_t n, uint64_t *pt
       threshold = max64(h->pref[p], sat64((u128)last + h->charge[FULL]));
       last = threshold;
     } else {
-      h->n_lslot = p + 1;
-      if (!(lh_keymap_val(&h->map[FULL], h->fslot[p]) & STATE_FLAG)) { /* no state was ever written here */
-        h->lslot[p] = NO_SLOT;
-        continue;
-      }
-      uint64_t r = required(h, LINEAR, keys[p], &h->lslot[p]);
+      uint64_t r = required(h, &c, LINEAR, h->slot[p]); /* 0: no state, or a dead one */
       if (r == 0) continue;
       threshold = max64(h->pref[p], r);
       while (m > 0 && pts[2 * (m - 1)] >= threshold) m--;
@@ -544,21 +663,22 @@ static size_t evaluate(lh_hybrid *h, const int64_t *keys, size_t n, uint64_t *pt
   return m;
 }
 
+/* Phase 2, tail to head: a scheduled position's state, then its Full block. A key absent in
+ * phase 1 (or repeated after it) is found again; a new key's entry is completed in the same step. */
 static void commit(lh_hybrid *h, const int64_t *keys, size_t n) {
   for (size_t i = n; i-- > 0;) {
-    uint32_t flag = 0;
-    if (h->linear && ((i + 1) % h->step == 0 || i == n - 1)) {
-      if (i < h->n_lslot && h->lslot[i] != NO_SLOT) {
-        touch_slot(h, LINEAR, h->lslot[i], 0);
-      } else {
-        touch(h, LINEAR, keys[i], 0);
+    size_t at = i < h->n_slot ? h->slot[i] : NO_SLOT;
+    if (at == NO_SLOT) {
+      at = pm_find(&h->map, keys[i]);
+      if (h->map.slots[at].pos[FULL] == LH_NIL) {
+        h->map.slots[at].key = keys[i];
+        h->map.count++;
       }
-      flag = STATE_FLAG;
     }
-    if (i < h->n_fslot && h->fslot[i] != NO_SLOT) {
-      touch_slot(h, FULL, h->fslot[i], flag);
+    if (h->linear && ((i + 1) % h->step == 0 || i == n - 1)) {
+      touch_both(h, at);
     } else {
-      touch(h, FULL, keys[i], flag);
+      touch(h, FULL, at);
     }
   }
 }
@@ -624,40 +744,52 @@ void lh_hybrid_get_stats(const lh_hybrid *h, lh_hybrid_stats *s) {
   s->compactions = h->n_compactions;
   s->requests = h->n_requests;
   s->accesses = h->n_accesses;
-  s->memory_bytes = sizeof *h + lh_keymap_memory(&h->map[FULL]) + lh_keymap_memory(&h->map[LINEAR]) +
+  s->memory_bytes = sizeof *h + (h->map.slots == NULL ? 0 : (h->map.mask + 1) * sizeof(pslot)) +
                     h->nsb * (2 * SB_WORDS * sizeof(uint64_t) + sizeof(counts2)) +
                     h->ep_cap * (sizeof(uint64_t) + sizeof(int64_t)) +
-                    h->pref_cap * (sizeof(uint64_t) + 2 * sizeof(size_t));
+                    h->pref_cap * (sizeof(uint64_t) + sizeof(size_t));
 }
 
 int lh_hybrid_check(const lh_hybrid *h, char *err, size_t errlen) {
-  for (int t = 0; t < 2; t++) {
-    const lh_keymap *m = &h->map[t];
-    if (m->count != h->rs[t].count) {
-      return lh_fail(err, errlen, LH_EINVAL, "type %d: %zu map entries but %llu markers", t, m->count,
-                     (unsigned long long)h->rs[t].count);
+  uint64_t entries[2] = {0, 0};
+  size_t keys = 0, cap = h->map.slots == NULL ? 0 : h->map.mask + 1;
+  for (size_t i = 0; i < cap; i++) {
+    const pslot *e = &h->map.slots[i];
+    if (e->pos[FULL] == LH_NIL) {
+      if (e->pos[LINEAR] != LH_NIL) return lh_fail(err, errlen, LH_EINVAL, "an empty slot holds a Linear position");
+      continue;
     }
-    if (rank_of(h, t, h->top) != h->rs[t].count) {
-      return lh_fail(err, errlen, LH_EINVAL, "type %d: the rank structure counts %llu markers, not %llu", t,
-                     (unsigned long long)rank_of(h, t, h->top), (unsigned long long)h->rs[t].count);
+    keys++;
+    if (&h->map.slots[pm_find(&h->map, e->key)] != e) {
+      return lh_fail(err, errlen, LH_EINVAL, "key %lld is not found where it is held", (long long)e->key);
     }
-    for (size_t i = 0; i < lh_keymap_capacity(m); i++) {
-      uint32_t v = lh_keymap_val(m, i), p = v & POS_MASK;
-      if (v == LH_NIL) continue;
-      if (t == LINEAR && (v & STATE_FLAG)) {
-        return lh_fail(err, errlen, LH_EINVAL, "a Linear entry carries the state flag");
-      }
-      if (t == LINEAR && !(lh_keymap_get(&h->map[FULL], lh_keymap_key(m, i)) & STATE_FLAG)) {
-        return lh_fail(err, errlen, LH_EINVAL, "key %lld has a Linear state but its Full entry no flag",
-                       (long long)lh_keymap_key(m, i));
-      }
+    if (e->pos[LINEAR] != LH_NIL && e->pos[LINEAR] >= e->pos[FULL]) {
+      return lh_fail(err, errlen, LH_EINVAL, "key %lld: its state is not older than its Full block", (long long)e->key);
+    }
+    for (int t = 0; t < 2; t++) {
+      uint32_t p = e->pos[t];
+      if (p == LH_NIL) continue;
+      entries[t]++;
       if (p == 0 || p > h->top || !((h->rs[t].bits[p >> 6] >> (p & 63)) & 1)) {
         return lh_fail(err, errlen, LH_EINVAL, "type %d: key %lld maps to position %u without its marker", t,
-                       (long long)lh_keymap_key(m, i), p);
+                       (long long)e->key, p);
       }
       if ((h->rs[1 - t].bits[p >> 6] >> (p & 63)) & 1) {
         return lh_fail(err, errlen, LH_EINVAL, "position %u holds markers of both types", p);
       }
+    }
+  }
+  if (keys != h->map.count) {
+    return lh_fail(err, errlen, LH_EINVAL, "the map counts %zu keys but holds %zu", h->map.count, keys);
+  }
+  for (int t = 0; t < 2; t++) {
+    if (entries[t] != h->rs[t].count) {
+      return lh_fail(err, errlen, LH_EINVAL, "type %d: %llu map entries but %llu markers", t,
+                     (unsigned long long)entries[t], (unsigned long long)h->rs[t].count);
+    }
+    if (rank_of(h, t, h->top) != h->rs[t].count) {
+      return lh_fail(err, errlen, LH_EINVAL, "type %d: the rank structure counts %llu markers, not %llu", t,
+                     (unsigned long long)rank_of(h, t, h->top), (unsigned long long)h->rs[t].count);
     }
   }
   for (size_t k = 1; k < h->ep_len; k++) {
