@@ -16,11 +16,11 @@ instance's curve is on the byte axis (no capacity in blocks).
 from __future__ import annotations
 
 import bisect
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -28,7 +28,51 @@ import numpy.typing as npt
 from litehit.capacity import DEFAULT_TARGETS, GIB
 from litehit.facts import FactsStream
 
-__all__ = ["CurvePoint", "InstanceCurve", "exact_curves"]
+__all__ = ["CurvePoint", "InstanceCurve", "IntColumn", "exact_curves"]
+
+
+class IntColumn(Sequence[int]):
+    """A column of ints read as Python ints, kept as an int64 array when every value fits (else a
+    list): 8 bytes a value where a list of ints takes about 40, which is most of a summary's peak
+    memory on a curve of millions of breakpoints."""
+
+    __slots__ = ("_values",)
+
+    def __init__(self, values: npt.NDArray[np.int64] | list[int]) -> None:
+        self._values = values
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    @overload
+    def __getitem__(self, i: int) -> int: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[int]: ...
+    def __getitem__(self, i: int | slice) -> int | list[int]:
+        if isinstance(i, slice):
+            part = self._values[i]
+            return part.tolist() if isinstance(part, np.ndarray) else list(part)
+        return int(self._values[i])
+
+    def __iter__(self) -> Iterator[int]:
+        if not isinstance(self._values, np.ndarray):
+            yield from self._values
+            return
+        for lo in range(0, len(self._values), 1 << 16):  # a list of at most 64 Ki ints at a time
+            yield from self._values[lo : lo + (1 << 16)].tolist()
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> npt.NDArray[Any]:
+        return np.asarray(self._values, dtype=dtype)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"IntColumn({list(self)!r})" if len(self) <= 8 else f"IntColumn(<{len(self)} values>)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,8 +105,8 @@ class InstanceCurve:
     block_bytes: int | None  # bytes per block when uniform across the instance's rows
     requests: int
     input_tokens: int
-    capacity_bytes: list[int]
-    capacity_blocks: list[int] | None
+    capacity_bytes: IntColumn
+    capacity_blocks: IntColumn | None
     hit_tokens: npt.NDArray[np.int64]
     targets: dict[float, int] = field(default_factory=dict)  # fraction -> breakpoint index
 
@@ -102,7 +146,7 @@ class InstanceCurve:
 
     def hit_tokens_at(self, capacity_bytes: int) -> int:
         """The step function itself: hit tokens at a byte capacity (for checks and plots)."""
-        i = bisect.bisect_right(self.capacity_bytes, capacity_bytes) - 1
+        i = bisect.bisect_right(self.capacity_bytes, capacity_bytes) - 1  # IntColumn reads as ints
         return int(self.hit_tokens[i]) if i >= 0 else 0
 
     def as_dict(self) -> dict[str, Any]:
@@ -252,24 +296,26 @@ def _byte_events(inst: _Instance) -> dict[int, int]:
 
 
 def _finish(name: bytes, inst: _Instance, targets: Sequence[float]) -> InstanceCurve:
-    blocks: list[int] | None
+    blocks: IntColumn | None
     block_bytes: int | None
     if len(inst.groups) == 1 and not inst.hybrid:
         (group,) = inst.groups.values()
         hits = group.hit_blocks() * group.block_size
         caps = np.concatenate([[0], np.flatnonzero(np.diff(hits)) + 1]).astype(np.int64)
-        blocks = caps.tolist()
-        capacity_bytes = (
-            (caps * group.block_bytes).tolist()
+        values = hits[caps]
+        del hits
+        blocks = IntColumn(caps)
+        capacity_bytes = IntColumn(
+            caps * group.block_bytes
             if len(caps) and caps[-1] < (1 << 62) // max(group.block_bytes, 1)
             else [c * group.block_bytes for c in blocks]
         )
-        values = hits[caps]
         block_bytes = group.block_bytes
     else:  # several block shapes, or a hybrid lane's byte steps: the byte axis
         events = _byte_events(inst)
-        capacity_bytes = sorted(events)
-        values = np.cumsum([events[b] for b in capacity_bytes]).astype(np.int64)
+        ordered = sorted(events)
+        values = np.cumsum([events[b] for b in ordered]).astype(np.int64)
+        capacity_bytes = IntColumn(ordered)
         blocks, block_bytes = None, None
     curve = InstanceCurve(
         instance_id=name.decode("utf-8", "replace"),

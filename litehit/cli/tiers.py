@@ -315,13 +315,18 @@ def print_tiers(document: dict[str, Any], out: Any = None) -> None:
             if lane["block_size"]
             else "mixed blocks"
         )
+        if lane.get("hybrid"):
+            shape = f"hybrid: {shape} and their states in one byte budget"
         out.write(
             f"lane {lane['lane']} ({lane['requests']:,} requests, {shape}): hit rate {_percent(lane['hit_rate'])} "
             f"({document['mode']})\n"
         )
         out.write(f"  {'tier':<8}{'blocks':>12}{'hit rate':>10}{'cumulative':>12}{'loaded':>12}\n")
-        for tier in lane["tiers"]:
-            blocks = "inf" if tier["capacity_blocks"] is None else f"{tier['capacity_blocks']:,}"
+        for tier, given in zip(lane["tiers"], document["tiers"], strict=True):
+            if tier["capacity_blocks"] is not None:
+                blocks = f"{tier['capacity_blocks']:,}"
+            else:  # infinite, or no block count: a hybrid or mixed lane's bytes
+                blocks = "inf" if given["capacity_bytes"] is None else format_bytes(given["capacity_bytes"])
             out.write(
                 f"  {tier['name']:<8}{blocks:>12}{_percent(tier['hit_rate']):>10}"
                 f"{_percent(tier['cumulative_hit_rate']):>12}{format_bytes(tier['bytes_loaded']):>12}\n"

@@ -85,7 +85,7 @@ def tiers_of(facts: Path, options: TiersOptions, runtime: ReplaySpec | None, not
     from litehit.tiers.document import tiers_document
     from litehit.tiers.lanes import load_lanes
 
-    lanes = load_lanes(facts)
+    lanes = load_lanes(facts, byte_steps=True)  # a hybrid lane's tiers are total bytes
     categories, hashed = None, False
     if runtime is not None:
         categories, why, hashed = trace_categories(runtime, lanes)

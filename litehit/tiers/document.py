@@ -5,7 +5,7 @@ known. The CLI (``litehit tiers``) and the tiers job build it with the same func
 Keys (users and tests rely on them)::
 
     {"mode", "tiers": [{"name", "capacity", "capacity_bytes"}], "constants": {...},
-     "lanes": [{"lane", "requests", "input_tokens", "hit_rate", "block_size", "block_bytes",
+     "lanes": [{"lane", "requests", "input_tokens", "hit_rate", "block_size", "block_bytes", "hybrid",
                 "tiers": [{"name", "capacity_blocks", "hit_blocks", "hit_tokens", "hit_rate",
                            "cumulative_hit_rate", "bytes_loaded"}],
                 "prefill_s": {"mean", "p50", "p90", "p99", "uncached_mean", ...},   # with a model
@@ -35,6 +35,11 @@ from litehit.tiers.split import LaneSplit, capacity_blocks_of, check_inclusive, 
 
 __all__ = ["LaneCategories", "Resolved", "resolve", "tiers_document"]
 
+HYBRID_NOTE = (
+    "hybrid lanes (byte-step facts): tiers are total bytes shared by Full blocks and Linear states; a tier is credited "
+    "with the blocks that become restorable when it is added, and its bytes_loaded counts their Full blocks only "
+    "(the facts do not carry a state's bytes)"
+)
 CONTRACT_NOTE = (
     "rows that broke the prefix contract (a key repeated in a request, or one key under two prefixes) carry the monotone defense's "
     "thresholds: their split is a lower bound"
@@ -157,6 +162,7 @@ def lane_document(
         "hit_rate": _rate(int(split.hit_tokens[0].sum()), input_tokens),
         "block_size": uniform[0] if uniform else None,
         "block_bytes": uniform[1] if uniform else None,
+        "hybrid": lane.hybrid,
         "tiers": _tier_rows(
             lane, resolved, split.hit_blocks[0], split.hit_tokens[0], split.bytes_loaded[0], input_tokens
         ),
@@ -218,5 +224,9 @@ def tiers_document(
         ],
         "constants": resolved.constants,
         "lanes": [lane_document(lane, resolved, options.mode, categories) for lane in lanes],
-        "notes": [*notes] if prefix_contract else [*notes, CONTRACT_NOTE],
+        "notes": [
+            *notes,
+            *([] if prefix_contract else [CONTRACT_NOTE]),
+            *([HYBRID_NOTE] if any(lane.hybrid for lane in lanes) else []),
+        ],
     }

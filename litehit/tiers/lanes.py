@@ -2,7 +2,8 @@
 planner evaluate configuration after configuration without reading the file again.
 
 A lane is one instance_id of the facts file. Memory: five numbers per row plus two per curve
-segment (a million rows of two segments is about 70 MB).
+segment (a million rows of two segments is about 70 MB). A hybrid lane's rows are byte steps: its
+"segments" are its points (min_total_capacity_bytes as int64 bits, hit_blocks), ``step`` marks them.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from litehit.errors import FactsError
 from litehit.facts import FactsStream
 
 __all__ = ["LaneFacts", "load_lanes"]
@@ -31,6 +33,12 @@ class LaneFacts:
     timestamp: Int64Array
     seg_offsets: Int64Array
     segs: Int64Array  # (n_segs, 2)
+    step: npt.NDArray[np.bool_] | None = None  # per row: a byte-step row (None: none is)
+
+    @property
+    def hybrid(self) -> bool:
+        """A hybrid lane: its rows are byte steps (capacities are total bytes, no block count)."""
+        return self.step is not None and bool(self.step.any())
 
     @property
     def requests(self) -> int:
@@ -64,8 +72,9 @@ class _Parts:
     timestamp: list[Int64Array] = field(default_factory=list)
     counts: list[Int64Array] = field(default_factory=list)
     segs: list[Int64Array] = field(default_factory=list)
+    step: list[npt.NDArray[np.bool_]] = field(default_factory=list)
 
-    def lane(self, name: str) -> LaneFacts:
+    def lane(self, name: str, path: str) -> LaneFacts:
         def cat(parts: list[Int64Array]) -> Int64Array:
             return np.concatenate([np.empty(0, np.int64), *parts])
 
@@ -73,8 +82,20 @@ class _Parts:
         offsets = np.zeros(len(counts) + 1, np.int64)
         np.cumsum(counts, out=offsets[1:])
         segs = np.concatenate([np.empty((0, 2), np.int64), *self.segs])
+        step = np.concatenate([np.empty(0, np.bool_), *self.step])
+        if step.any() and not step.all():
+            raise FactsError(
+                path, 0, f"lane {name} mixes byte-step (hybrid) rows and Full-only rows: a tier split needs one kind"
+            )
         return LaneFacts(
-            name, cat(self.input_len), cat(self.block_size), cat(self.block_bytes), cat(self.timestamp), offsets, segs
+            name,
+            cat(self.input_len),
+            cat(self.block_size),
+            cat(self.block_bytes),
+            cat(self.timestamp),
+            offsets,
+            segs,
+            step if step.any() else None,
         )
 
 
@@ -90,9 +111,10 @@ def _segment_rows(seg_offsets: Int64Array, rows: Int64Array) -> Int64Array:
     return out
 
 
-def load_lanes(path: str | Path) -> list[LaneFacts]:
-    """Every lane of a facts file, in order of first appearance (FactsError on a bad row)."""
-    stream = FactsStream(path, what="this command (tiers, plan, routes)")
+def load_lanes(path: str | Path, *, byte_steps: bool = False) -> list[LaneFacts]:
+    """Every lane of a facts file, in order of first appearance (FactsError on a bad row).
+    byte_steps: hybrid lanes' rows are read too (the tier split); else the first is refused."""
+    stream = FactsStream(path, byte_steps=byte_steps, what="this command (plan, routes)")
     parts: list[_Parts] = []
     for chunk, groups in stream:
         while len(parts) < len(stream.instances):
@@ -100,6 +122,7 @@ def load_lanes(path: str | Path) -> list[LaneFacts]:
         columns = {name: chunk.column(name) for name in ("input_len", "block_size", "block_bytes", "timestamp")}
         seg_offsets = chunk.column("seg_offsets")
         segs = chunk.column("segs")
+        step = chunk.column("step").astype(np.bool_)
         order = np.argsort(groups, kind="stable")
         sorted_groups = groups[order]
         bounds = np.searchsorted(sorted_groups, np.arange(len(stream.instances) + 1))
@@ -114,5 +137,6 @@ def load_lanes(path: str | Path) -> list[LaneFacts]:
             p.timestamp.append(columns["timestamp"][rows])
             p.counts.append(seg_offsets[rows + 1] - seg_offsets[rows])
             p.segs.append(segs[_segment_rows(seg_offsets, rows)])
+            p.step.append(step[rows])
     names = [n.decode("utf-8", "replace") for n in stream.instances.names]
-    return [p.lane(name) for p, name in zip(parts, names, strict=True)]
+    return [p.lane(name, str(path)) for p, name in zip(parts, names, strict=True)]

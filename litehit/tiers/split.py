@@ -12,6 +12,13 @@ Tier i serves the difference of consecutive values. The projector (core_c.projec
 does every capacity -> hits step; each tier's capacity becomes whole blocks in each row's lane.
 Rows that broke the prefix contract carry the monotone defense's thresholds: their split is a
 lower bound (never optimistic), as every projection of them is.
+
+A hybrid lane (byte-step facts) has one byte budget for its Full blocks and Linear states, so its
+tiers are total bytes: exclusive, tiers 1..i are one byte LRU of C1 + ... + Ci bytes and serve the
+blocks restorable within it, ProjectBytes(fact, C1 + ... + Ci); inclusive, ProjectBytes(fact, Ci).
+Tier i is credited with the blocks that become restorable when it is added (a restore needs the
+prefix's Full blocks and a state, wherever each sits), and its bytes_loaded counts those Full
+blocks only: the facts do not carry a state's bytes. Block or token capacities are refused there.
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from core_c.hybrid import HybridFacts, project_steps_batch
 from core_c.project import project_tiers, tiers_sums
 from litehit.capacity import CapacitySlot
 from litehit.query import slot_arrays
@@ -39,7 +47,7 @@ def capacity_blocks_of(lane: LaneFacts, slot: CapacitySlot) -> int | None:
     """The tier's capacity in the lane's blocks; None when infinite or when the lane's rows differ
     in block size or bytes (each row then converts on its own)."""
     uniform = lane.uniform()
-    if uniform is None or slot.infinite:
+    if uniform is None or slot.infinite or lane.hybrid:
         return None
     block_size, block_bytes = uniform
     return slot.blocks(block_bytes, block_size)
@@ -67,8 +75,63 @@ def _tier_arrays(configs: Sequence[Config]) -> tuple[npt.NDArray[np.uint64], npt
     return np.concatenate(values), np.concatenate(kinds)
 
 
+def _byte_capacities(lane: LaneFacts, config: Config, mode: TierMode) -> list[int | None]:
+    """A hybrid lane's tiers 1..i as total bytes (None: infinite): exclusive, the sums of the
+    capacities down to tier i; inclusive, tier i's own. TierError for blocks or tokens."""
+    out: list[int | None] = []
+    total: int | None = 0
+    for i, slot in enumerate(config):
+        if slot.per_lane:
+            raise TierError(
+                f"tiers[{i}].capacity",
+                f"lane {lane.instance_id} is hybrid (byte-step facts): its Full blocks and Linear states share one byte "
+                f"budget, so give tier capacities in bytes (16GiB, 512MiB, inf), not {slot.label}",
+            )
+        size = None if slot.infinite else slot.capacity_bytes
+        if mode is TierMode.INCLUSIVE:
+            out.append(size)
+            continue
+        total = None if total is None or size is None else min(total + size, (1 << 64) - 1)
+        out.append(total)
+    return out
+
+
+def _step_served(lane: LaneFacts, configs: Sequence[Config], mode: TierMode, lo: int, hi: int) -> npt.NDArray[np.int64]:
+    """(rows lo..hi, configurations, tiers): the blocks tiers 1..i restore, of a hybrid lane."""
+    caps = [c for config in configs for c in _byte_capacities(lane, config, mode)]
+    seg_lo, seg_hi = int(lane.seg_offsets[lo]), int(lane.seg_offsets[hi])
+    facts = HybridFacts(lane.segs[seg_lo:seg_hi].view(np.uint64), lane.seg_offsets[lo : hi + 1] - seg_lo)
+    served = project_steps_batch(facts, caps).astype(np.int64)
+    return served.reshape(hi - lo, len(configs), len(configs[0]))
+
+
+def _step_sums(
+    lane: LaneFacts,
+    configs: Sequence[Config],
+    mode: TierMode,
+    lo: int,
+    hi: int,
+    cats: npt.NDArray[np.int32],
+    n_cat: int,
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """tiers_sums for a hybrid lane's rows lo..hi: blocks, tokens and bytes loaded (configurations,
+    categories, tiers) of what each tier alone served, and those blocks per request."""
+    alone = np.diff(_step_served(lane, configs, mode, lo, hi), axis=2, prepend=0)
+    tokens = alone * lane.block_size[lo:hi, None, None]
+    loaded = alone * lane.block_bytes[lo:hi, None, None]
+    loaded[:, :, 0] = 0  # the first tier is the GPU's own memory
+    sums = []
+    for values in (alone, tokens, loaded):
+        out = np.zeros((n_cat, *values.shape[1:]), np.int64)
+        np.add.at(out, cats[lo:hi], values)
+        sums.append(out.transpose(1, 0, 2))
+    return sums[0], sums[1], sums[2], alone
+
+
 def served_blocks(lane: LaneFacts, configs: Sequence[Config], mode: TierMode, rows: slice) -> npt.NDArray[np.uint64]:
     """(rows, configurations, tiers): the hit blocks served by tiers 1..i of each request."""
+    if lane.hybrid:
+        return _step_served(lane, configs, mode, rows.start, min(rows.stop, lane.requests)).astype(np.uint64)
     values, kinds = _tier_arrays(configs)
     lo, hi = rows.start, min(rows.stop, lane.requests)
     seg_lo, seg_hi = int(lane.seg_offsets[lo]), int(lane.seg_offsets[hi])
@@ -128,18 +191,22 @@ def split_lane(
     for lo in range(0, n, step):
         hi = min(lo + step, n)
         seg_lo, seg_hi = int(lane.seg_offsets[lo]), int(lane.seg_offsets[hi])
-        blocks, tokens, loaded, tier_hits = tiers_sums(
-            lane.segs[seg_lo:seg_hi],
-            lane.seg_offsets[lo : hi + 1] - seg_lo,
-            lane.block_size[lo:hi],
-            lane.block_bytes[lo:hi],
-            values,
-            kinds,
-            n_tiers,
-            inclusive=mode is TierMode.INCLUSIVE,
-            category=None if categories is None else cats[lo:hi],
-            n_categories=n_cat,
-            per_request=prefill is not None,
+        blocks, tokens, loaded, tier_hits = (
+            _step_sums(lane, configs, mode, lo, hi, cats, n_cat)
+            if lane.hybrid
+            else tiers_sums(
+                lane.segs[seg_lo:seg_hi],
+                lane.seg_offsets[lo : hi + 1] - seg_lo,
+                lane.block_size[lo:hi],
+                lane.block_bytes[lo:hi],
+                values,
+                kinds,
+                n_tiers,
+                inclusive=mode is TierMode.INCLUSIVE,
+                category=None if categories is None else cats[lo:hi],
+                n_categories=n_cat,
+                per_request=prefill is not None,
+            )
         )
         for total, part in zip(sums, (blocks, tokens, loaded), strict=True):
             total += part.astype(np.int64)

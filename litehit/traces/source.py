@@ -26,7 +26,7 @@ __all__ = [
     "open_trace",
 ]
 
-CHUNK_BYTES = 4 << 20
+CHUNK_BYTES = 1 << 20
 GZIP_MAGIC = b"\x1f\x8b"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 BOM = b"\xef\xbb\xbf"

@@ -1,7 +1,7 @@
 """Hybrid lanes over HTTP on real workers: ``POST /v1/replays`` with a hybrid instance publishes the
 same bytes: rows as ``litehit replay`` (HYBRID_G5.md 5.5 #19), a query job over them answers byte
-capacities with the CLI's numbers, and a block capacity fails the job with one line naming the
-lane (no 500)."""
+capacities with the CLI's numbers, a tier split job in bytes equals ``litehit tiers``, and a block
+capacity fails either job with one line naming the lane (no 500)."""
 
 from __future__ import annotations
 
@@ -61,6 +61,26 @@ def test_a_hybrid_replay_and_its_query_over_http(api: Any, tmp_path: Path, capsy
         failed = wait_job(api, r.headers["location"])
         assert failed["state"] == "failed"
         assert "instance m1 is a hybrid lane" in failed["error"] and "\n" not in failed["error"]
+    # the tier split in bytes: HBM 53248 B restores 3 blocks of r2, a DRAM of 20480 B more the 4th
+    tiers = [{"name": "hbm", "capacity": "53248B"}, {"name": "dram", "capacity": "20480B"}]
+    r = api.post("/v1/tiers", json={"replay_id": replay["id"], "tiers": tiers})
+    assert r.status_code == 202, r.text
+    split = wait_job(api, r.headers["location"])
+    assert split["state"] == "succeeded", split["error"]
+    served = api.get(f"/v1/tiers/{split['id']}/result")
+    out = tmp_path / "tiers.json"
+    assert main(["tiers", str(tmp_path / "cli" / "litehit_facts.csv"), "--tier", "hbm=53248B", "--tier",
+                 "dram=20480B", "--config", str(local), "-o", str(out)]) == 0  # fmt: skip
+    assert served.content == out.read_bytes()
+    (lane,) = json.loads(served.content)["lanes"]
+    assert lane["hybrid"] and [t["hit_blocks"] for t in lane["tiers"]] == [3, 1]
+    (view,) = split["lanes"]
+    assert [t["hit_blocks"] for t in view["tiers"]] == [3, 1]  # the SQL summary rows
+    r = api.post("/v1/tiers", json={"replay_id": replay["id"], "tiers": [{"name": "hbm", "capacity": "4blocks"}]})
+    assert r.status_code in (202, 422), r.text
+    if r.status_code == 202:
+        failed = wait_job(api, r.headers["location"])
+        assert failed["state"] == "failed" and "m1 is hybrid" in failed["error"] and "\n" not in failed["error"]
 
 
 def test_the_shorthand_makes_hybrid_lanes_over_http(api: Any, tmp_path: Path) -> None:

@@ -191,8 +191,9 @@ def test_tiers_writes_the_document_and_the_plot(
         {"name": "ssd", "capacity": "inf", "capacity_bytes": None},
     ]
     (lane,) = doc["lanes"]
-    assert set(lane) == {"lane", "requests", "input_tokens", "hit_rate", "block_size", "block_bytes", "tiers",
-                         "categories"}  # fmt: skip
+    assert set(lane) == {"lane", "requests", "input_tokens", "hit_rate", "block_size", "block_bytes", "hybrid",
+                         "tiers", "categories"}  # fmt: skip
+    assert lane["hybrid"] is False
     assert (lane["lane"], lane["requests"], lane["block_size"], lane["block_bytes"]) == ("b512", 12031, 512, 1 << 20)
     assert lane["categories"] == {}
     rows = lane["tiers"]

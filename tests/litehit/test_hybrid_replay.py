@@ -523,11 +523,82 @@ def test_query_refuses_unit_capacities_on_hybrid_rows(tmp_path: Path, capsys: py
     assert out == ""
 
 
-def test_tiers_refuse_hybrid_facts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_tiers_of_golden_19_in_bytes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """r2 restores 3 blocks within 53248 B and 4 within 73728 B: an HBM of 53248 B serves 3, a DRAM
+    of 20480 B more (exclusive: one LRU of 73728 B) serves the 4th; inclusive, a DRAM of 73728 B."""
     facts = golden19(tmp_path, capsys)
-    code, _, err = run(["tiers", str(facts), "--tier", "hbm=64KiB", "--tier", "dram=inf"], capsys)
+    out_json = tmp_path / "tiers.json"
+    code, out, _ = run(
+        ["tiers", str(facts), "--tier", "hbm=53248B", "--tier", "dram=20480B", "-o", str(out_json)], capsys
+    )
+    assert code == 0
+    doc = json.loads(out_json.read_text())
+    (lane,) = doc["lanes"]
+    assert lane["hybrid"] is True and lane["block_bytes"] == 16384
+    tiers = lane["tiers"]
+    assert [t["hit_blocks"] for t in tiers] == [3, 1]
+    assert [t["capacity_blocks"] for t in tiers] == [None, None]
+    assert [t["bytes_loaded"] for t in tiers] == [0, 16384]
+    assert tiers[1]["cumulative_hit_rate"] == 4 * 4 / 34
+    assert any("hybrid lanes" in n for n in doc["notes"])
+    assert "hybrid:" in out and "52 KiB" in out and "20 KiB" in out
+    code, _, _ = run(
+        ["tiers", str(facts), "--tier", "hbm=53247B", "--tier", "dram=73728B", "--mode", "inclusive",
+         "-o", str(out_json)], capsys)  # fmt: skip
+    assert code == 0
+    assert [t["hit_blocks"] for t in json.loads(out_json.read_text())["lanes"][0]["tiers"]] == [0, 4]
+
+
+@pytest.mark.parametrize("capacity", ["100blocks", "1Mtokens"])
+def test_tiers_refuse_block_capacities_on_hybrid_facts(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                       capacity: str) -> None:  # fmt: skip
+    facts = golden19(tmp_path, capsys)
+    code, _, err = run(["tiers", str(facts), "--tier", f"hbm={capacity}", "--tier", "dram=inf"], capsys)
     line = one_error_line(code, err, "m1")
-    assert "hybrid" in line
+    assert "hybrid" in line and "bytes" in line
+
+
+def test_plan_and_routes_refuse_hybrid_facts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    facts = golden19(tmp_path, capsys)
+    code, _, err = run(["plan", str(facts), "--tier", "hbm=64KiB", "--tier", "dram=0..1GiB", "--target-hit-rate", "0.3"],
+                       capsys)  # fmt: skip
+    assert "hybrid" in one_error_line(code, err, "m1")
+
+
+@pytest.mark.parametrize("mode", ["exclusive", "inclusive"])
+def test_tiers_equal_the_naive_model(case: Replayed, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                     mode: str) -> None:  # fmt: skip
+    """Every hybrid lane's tier split at byte capacities drawn from its thresholds equals the sums
+    of the naive model's points projected at tiers 1..i (exclusive: the capacities' running sums)."""
+    rng = random.Random(len(case.lanes) + len(mode))
+    thresholds = sorted({p[0] for _bb, exp in case.lanes.values() for e in exp for p in e.points})
+    for trial in range(3):
+        sizes = sorted(rng.sample(thresholds, 2))
+        if mode == "exclusive":
+            sizes = [sizes[0], sizes[1] - sizes[0] if trial else sizes[1]]
+        args = [f"t{i}={size}B" for i, size in enumerate(sizes)] + ["t9=inf"]
+        out_json = tmp_path / f"tiers-{mode}-{trial}.json"
+        argv = [
+            "tiers",
+            str(case.facts),
+            *(f for a in args for f in ("--tier", a)),
+            "--mode",
+            mode,
+            "-o",
+            str(out_json),
+        ]
+        code, _, err = run(argv, capsys)
+        assert code == 0, err
+        lanes = {lane["lane"]: lane for lane in json.loads(out_json.read_text())["lanes"]}
+        for lane_id, (block_bytes, exp) in case.lanes.items():
+            depths = [sizes[0], sizes[0] + sizes[1]] if mode == "exclusive" else sizes
+            cumulative = [sum(project_bytes(e.points, d) for e in exp) for d in depths]
+            cumulative.append(sum(project_infinite(e.points) for e in exp))
+            alone = [cumulative[0], cumulative[1] - cumulative[0], cumulative[2] - cumulative[1]]
+            got = lanes[lane_id]["tiers"]
+            assert [t["hit_blocks"] for t in got] == alone, (lane_id, sizes)
+            assert [t["hit_tokens"] for t in got] == [a * case.block for a in alone]
+            assert [t["bytes_loaded"] for t in got] == [0, alone[1] * block_bytes, alone[2] * block_bytes]
 
 
 def test_misses_of_hybrid_facts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
