@@ -274,7 +274,9 @@ def _run_plan(args: argparse.Namespace) -> int:
         "gpu_price_per_hour": args.gpu_price,
     }
     options = _validated(PlanOptions, data, args)
-    document = _run_document(KIND, args, options, lambda spec: plan_document(load_lanes(args.facts), options))
+    document = _run_document(
+        KIND, args, options, lambda spec: plan_document(load_lanes(args.facts, byte_steps=True), options)
+    )
     print_plan(document)
     if args.output is not None:
         print(f"plan: {args.output}")
@@ -321,7 +323,8 @@ def print_tiers(document: dict[str, Any], out: Any = None) -> None:
             f"lane {lane['lane']} ({lane['requests']:,} requests, {shape}): hit rate {_percent(lane['hit_rate'])} "
             f"({document['mode']})\n"
         )
-        out.write(f"  {'tier':<8}{'blocks':>12}{'hit rate':>10}{'cumulative':>12}{'loaded':>12}\n")
+        unit = "capacity" if lane.get("hybrid") else "blocks"
+        out.write(f"  {'tier':<8}{unit:>12}{'hit rate':>10}{'cumulative':>12}{'loaded':>12}\n")
         for tier, given in zip(lane["tiers"], document["tiers"], strict=True):
             if tier["capacity_blocks"] is not None:
                 blocks = f"{tier['capacity_blocks']:,}"

@@ -264,7 +264,7 @@ class PlanRow(Base):
     lane: Mapped[str] = mapped_column(String(255), primary_key=True)
     rank: Mapped[int] = mapped_column(Integer, primary_key=True)
     tiers: Mapped[list[Any]] = mapped_column(JSON)  # [{"name", "capacity_blocks", "capacity", "capacity_bytes"}]
-    total_capacity_blocks: Mapped[int] = mapped_column(BigInteger)
+    total_capacity_blocks: Mapped[int | None] = mapped_column(BigInteger, nullable=True)  # null: a hybrid lane's bytes
     cost_per_hour: Mapped[float] = mapped_column(Float)
     hit_rate: Mapped[float] = mapped_column(Float)
     prefill_s: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)

@@ -39,14 +39,14 @@ class PlanJobSpec(PlanOptions, StoredFacts):
 
 class PlanTierPublic(BaseModel):
     name: str = Field(description="the tier")
-    capacity_blocks: int = Field(description="in the lane's blocks")
+    capacity_blocks: int | None = Field(description="in the lane's blocks (null: a hybrid lane's, in bytes)")
     capacity: str = Field(description="its bytes, for people")
-    capacity_bytes: int = Field(description="capacity_blocks x the lane's block bytes")
+    capacity_bytes: int = Field(description="capacity_blocks x the lane's block bytes (a hybrid lane: its bytes)")
 
 
 class ConfigurationPublic(BaseModel):
     tiers: list[PlanTierPublic] = Field(description="each tier's capacity, first = HBM")
-    total_capacity_blocks: int = Field(description="the tiers' blocks together")
+    total_capacity_blocks: int | None = Field(description="the tiers' blocks together (null: a hybrid lane)")
     cost_per_hour: float = Field(description="sum of capacity GiB x price per GiB-hour")
     hit_rate: float = Field(description="hit tokens / input tokens, served by any tier")
     prefill_s: dict[str, float | None] | None = Field(description="the prefill estimate (null without a model)")
@@ -99,7 +99,7 @@ class PlanKind(DocumentKind[PlanJobSpec]):
         from litehit.tiers.planner import plan_document
 
         options = PlanOptions.model_validate(spec.model_dump(exclude={"facts_path"}))
-        return plan_document(load_lanes(facts), options)
+        return plan_document(load_lanes(facts, byte_steps=True), options)
 
     def plot(self, document: dict[str, Any], path: Path) -> Path:
         from litehit.tiers.plots import plot_plan

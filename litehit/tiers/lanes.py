@@ -114,7 +114,7 @@ def _segment_rows(seg_offsets: Int64Array, rows: Int64Array) -> Int64Array:
 def load_lanes(path: str | Path, *, byte_steps: bool = False) -> list[LaneFacts]:
     """Every lane of a facts file, in order of first appearance (FactsError on a bad row).
     byte_steps: hybrid lanes' rows are read too (the tier split); else the first is refused."""
-    stream = FactsStream(path, byte_steps=byte_steps, what="this command (plan, routes)")
+    stream = FactsStream(path, byte_steps=byte_steps, what="this command")
     parts: list[_Parts] = []
     for chunk, groups in stream:
         while len(parts) < len(stream.instances):

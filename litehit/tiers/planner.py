@@ -20,6 +20,10 @@ Search (``searched`` in plan.json says which was done):
   saves).
 
 An infinite maximum is searched up to the lane's plateau (more capacity changes nothing).
+
+A lane's capacities are counted in units: its blocks, or bytes for a hybrid lane (byte-step
+facts: Full blocks and Linear states share one byte budget, so its breakpoints, tier bounds and
+configurations are total bytes and its tiers have no block count).
 """
 
 from __future__ import annotations
@@ -51,20 +55,41 @@ LADDER_STEPS_BEYOND = 2
 
 @dataclass(frozen=True)
 class Bounds:
-    """A plan tier in one lane's blocks."""
+    """A plan tier in one lane's units (blocks, or bytes for a hybrid lane)."""
 
     name: str
     low: int
     high: int  # the lane's plateau capacity when the range's end is infinite
-    price_per_block_hour: Fraction
+    price_per_block_hour: Fraction  # per unit
+
+
+def _step_breakpoints(lane: LaneFacts) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """lane_breakpoints of a hybrid lane, in bytes: each point adds its increase of hit blocks
+    at its threshold."""
+    points = lane.segs
+    hits = points[:, 1]
+    incs = np.diff(hits, prepend=np.int64(0))
+    firsts = lane.seg_offsets[:-1][np.diff(lane.seg_offsets) > 0]
+    incs[firsts] = hits[firsts]
+    caps, at = np.unique(points[:, 0].view(np.uint64), return_inverse=True)
+    if len(caps) and int(caps[-1]) > np.iinfo(np.int64).max:
+        raise TierError(
+            "facts", f"lane {lane.instance_id} has byte thresholds beyond 2^63 - 1: a plan cannot hold them"
+        )
+    sums = np.zeros(len(caps), np.int64)
+    np.add.at(sums, at, incs)
+    return np.concatenate([[0], caps.astype(np.int64)]), np.concatenate([[0], np.cumsum(sums)]).astype(np.int64)
 
 
 def lane_breakpoints(lane: LaneFacts) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """(capacities, hit_blocks): hit_blocks[j] blocks hit at capacity capacities[j] blocks and
-    until the next breakpoint; capacities[0] == 0 (0 hits). The last is the plateau."""
+    """(capacities, hit_blocks): hit_blocks[j] blocks hit at capacity capacities[j] units (blocks;
+    bytes for a hybrid lane) and until the next breakpoint; capacities[0] == 0 (0 hits). The last
+    is the plateau."""
     segs = lane.segs
     if len(segs) == 0:
         return np.zeros(1, np.int64), np.zeros(1, np.int64)
+    if lane.hybrid:
+        return _step_breakpoints(lane)
     ends = segs[:, 0] + segs[:, 1]
     size = int(ends.max()) + 1
     slope = np.cumsum(np.bincount(segs[:, 0], minlength=size) - np.bincount(ends, minlength=size))
@@ -72,6 +97,22 @@ def lane_breakpoints(lane: LaneFacts) -> tuple[npt.NDArray[np.int64], npt.NDArra
     thresholds = np.nonzero(per_threshold)[0].astype(np.int64)
     hits = np.cumsum(per_threshold[thresholds]).astype(np.int64)
     return np.concatenate([[0], thresholds]), np.concatenate([[0], hits])
+
+
+def _units(lane: LaneFacts, slot: CapacitySlot, tier: str) -> int | None:
+    """A capacity in the lane's units (None: infinite)."""
+    uniform = lane.uniform()
+    assert uniform is not None
+    block_size, block_bytes = uniform
+    if not lane.hybrid:
+        return slot.blocks(block_bytes, block_size)
+    if slot.per_lane:
+        raise TierError(
+            f"--tier {tier}",
+            f"lane {lane.instance_id} is hybrid (byte-step facts): its Full blocks and Linear states share one byte "
+            f"budget, so give tier capacities in bytes (16GiB, 0..2TiB), not {slot.label}",
+        )
+    return None if slot.infinite else min(slot.capacity_bytes, np.iinfo(np.int64).max)
 
 
 def _bounds(
@@ -82,16 +123,16 @@ def _bounds(
         raise TierError(
             "facts", f"lane {lane.instance_id} mixes block sizes or bytes: a plan needs one block size per lane"
         )
-    block_size, block_bytes = uniform
+    unit_bytes = 1 if lane.hybrid else uniform[1]
     out = []
     for tier, (low, high) in zip(tiers, slots, strict=True):
-        lo = low.blocks(block_bytes, block_size) or 0
-        hi_blocks = high.blocks(block_bytes, block_size)
-        hi = plateau if hi_blocks is None else hi_blocks
+        lo = _units(lane, low, tier.name) or 0
+        hi_units = _units(lane, high, tier.name)
+        hi = plateau if hi_units is None else hi_units
         if hi < lo:
             raise TierError(f"--tier {tier.name}", f"range ends ({high.label}) below its start ({low.label})")
-        price = Fraction(repr(tier.price_per_gib_hour)) * block_bytes / GIB
-        out.append(Bounds(tier.name, lo, hi if hi_blocks is not None else max(hi, lo), price))
+        price = Fraction(repr(tier.price_per_gib_hour)) * unit_bytes / GIB
+        out.append(Bounds(tier.name, lo, hi if hi_units is not None else max(hi, lo), price))
     return out
 
 
@@ -149,7 +190,10 @@ def _evaluate(
     mode: TierMode,
     model: PrefillModel | None,
 ) -> list[Candidate]:
-    configs = [[CapacitySlot(None, "blocks", c) for c in caps] for caps in caps_list]
+    if lane.hybrid:
+        configs = [[CapacitySlot(c / GIB, "bytes", c) for c in caps] for caps in caps_list]
+    else:
+        configs = [[CapacitySlot(None, "blocks", c) for c in caps] for caps in caps_list]
     split = split_lane(lane, configs, mode, prefill=model)
     out = []
     input_tokens = lane.input_tokens
@@ -183,18 +227,22 @@ def _frontier(candidates: Sequence[Candidate]) -> list[Candidate]:
     return kept
 
 
-def _config(c: Candidate, bounds: Sequence[Bounds], block_bytes: int, gpu_price: float | None) -> dict[str, Any]:
+def _config(
+    c: Candidate, bounds: Sequence[Bounds], block_bytes: int, gpu_price: float | None, hybrid: bool = False
+) -> dict[str, Any]:
+    """A candidate as plan.json shows it; a hybrid lane's capacities are bytes (no block count)."""
+    unit = 1 if hybrid else block_bytes
     out: dict[str, Any] = {
         "tiers": [
             {
                 "name": b.name,
-                "capacity_blocks": k,
-                "capacity": format_bytes(k * block_bytes),
-                "capacity_bytes": k * block_bytes,
+                "capacity_blocks": None if hybrid else k,
+                "capacity": format_bytes(k * unit),
+                "capacity_bytes": k * unit,
             }
             for b, k in zip(bounds, c.caps, strict=True)
         ],
-        "total_capacity_blocks": sum(c.caps),
+        "total_capacity_blocks": None if hybrid else sum(c.caps),
         "cost_per_hour": c.cost_per_hour,
         "hit_rate": c.hit_rate,
         "prefill_s": c.prefill,
@@ -282,19 +330,20 @@ def plan_lane(
         if meeting:
             best = min(meeting, key=lambda c: (c.cost_per_hour, -c.hit_rate, c.caps))
     elif options.gpu_price_per_hour is not None:
-        valued = [(_config(c, bounds, block_bytes, options.gpu_price_per_hour), c) for c in candidates]
+        valued = [(_config(c, bounds, block_bytes, options.gpu_price_per_hour, lane.hybrid), c) for c in candidates]
         best = max(valued, key=lambda v: (v[0].get("net_per_hour", float("-inf")), -v[1].cost_per_hour))[1]
+    unit = "bytes" if lane.hybrid else "blocks"
     searched = (
         f"{len(candidates)} configurations evaluated exactly: the cheapest fill at the breakpoint reaching each "
-        f"of {HIT_RATE_LEVELS} shares of the plateau ({plateau:,} blocks) and at the bounds"
+        f"of {HIT_RATE_LEVELS} shares of the plateau ({plateau:,} {unit}) and at the bounds"
     )
     if exact_total is not None:
-        searched += f"; the hit-rate target exactly (smallest breakpoint reaching it: {exact_total:,} blocks)"
+        searched += f"; the hit-rate target exactly (smallest breakpoint reaching it: {exact_total:,} {unit})"
     if ladder_size:
         searched += f"; a ladder of {ladder_size} combinations of the ranged tiers (litehit.tiers.planner)"
     out: dict[str, Any] = {
-        "best": None if best is None else _config(best, bounds, block_bytes, options.gpu_price_per_hour),
-        "frontier": [_config(c, bounds, block_bytes, options.gpu_price_per_hour) for c in frontier],
+        "best": None if best is None else _config(best, bounds, block_bytes, options.gpu_price_per_hour, lane.hybrid),
+        "frontier": [_config(c, bounds, block_bytes, options.gpu_price_per_hour, lane.hybrid) for c in frontier],
         "searched": searched,
     }
     if options.target.given and best is None:

@@ -1,6 +1,6 @@
 """Hybrid lanes over HTTP on real workers: ``POST /v1/replays`` with a hybrid instance publishes the
 same bytes: rows as ``litehit replay`` (HYBRID_G5.md 5.5 #19), a query job over them answers byte
-capacities with the CLI's numbers, a tier split job in bytes equals ``litehit tiers``, and a block
+capacities with the CLI's numbers, a tier split and a plan job in bytes equal the CLI's, and a block
 capacity fails either job with one line naming the lane (no 500)."""
 
 from __future__ import annotations
@@ -76,6 +76,20 @@ def test_a_hybrid_replay_and_its_query_over_http(api: Any, tmp_path: Path, capsy
     assert lane["hybrid"] and [t["hit_blocks"] for t in lane["tiers"]] == [3, 1]
     (view,) = split["lanes"]
     assert [t["hit_blocks"] for t in view["tiers"]] == [3, 1]  # the SQL summary rows
+    # the plan in bytes: a fixed 16 KiB HBM, the cheapest DRAM reaching 30% (3 blocks at 53248 B)
+    plan_tiers = [
+        {"name": "hbm", "capacity": "16KiB", "price_per_gib_hour": 4.0},
+        {"name": "dram", "capacity": "0..1GiB", "price_per_gib_hour": 1.0},
+    ]
+    r = api.post("/v1/plans", json={"replay_id": replay["id"], "tiers": plan_tiers, "target": {"hit_rate": 0.3}})
+    assert r.status_code == 202, r.text
+    plan = wait_job(api, r.headers["location"])
+    assert plan["state"] == "succeeded", plan["error"]
+    doc = json.loads(api.get(f"/v1/plans/{plan['id']}/result").content)
+    assert [t["capacity_bytes"] for t in doc["best"]["tiers"]] == [16384, 36864]
+    (lane_plan,) = plan["lanes"]
+    assert lane_plan["best"]["total_capacity_blocks"] is None  # the SQL rows of a hybrid lane's plan
+    assert [t["capacity_bytes"] for t in lane_plan["best"]["tiers"]] == [16384, 36864]
     r = api.post("/v1/tiers", json={"replay_id": replay["id"], "tiers": [{"name": "hbm", "capacity": "4blocks"}]})
     assert r.status_code in (202, 422), r.text
     if r.status_code == 202:

@@ -558,11 +558,48 @@ def test_tiers_refuse_block_capacities_on_hybrid_facts(tmp_path: Path, capsys: p
     assert "hybrid" in line and "bytes" in line
 
 
-def test_plan_and_routes_refuse_hybrid_facts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_plan_of_golden_19_in_bytes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """30% of 34 tokens = 11 tokens = 3 blocks: r2 restores 3 blocks from 53248 B on. With a fixed
+    16 KiB HBM the cheapest exclusive DRAM adds the 36864 B left; a block-unit range is refused."""
     facts = golden19(tmp_path, capsys)
-    code, _, err = run(["plan", str(facts), "--tier", "hbm=64KiB", "--tier", "dram=0..1GiB", "--target-hit-rate", "0.3"],
+    out = tmp_path / "plan.json"
+    argv = ["plan", str(facts), "--tier", "hbm=16KiB", "--tier", "dram=0..1GiB", "--price", "hbm=4", "--price",
+            "dram=1", "--target-hit-rate", "0.3", "-o", str(out)]  # fmt: skip
+    code, text, err = run(argv, capsys)
+    assert code == 0, err
+    assert "best: hbm 16 KiB, dram 36 KiB" in text
+    doc = json.loads(out.read_text())
+    best = doc["best"]
+    assert [t["capacity_bytes"] for t in best["tiers"]] == [16384, 36864]
+    assert [t["capacity_blocks"] for t in best["tiers"]] == [None, None] and best["total_capacity_blocks"] is None
+    assert best["hit_rate"] == 3 * 4 / 34
+    assert "53,248 bytes" in doc["searched"]
+    code, _, err = run(["plan", str(facts), "--tier", "hbm=0..100blocks", "--target-hit-rate", "0.3"], capsys)
+    line = one_error_line(code, err, "m1")
+    assert "hybrid" in line and "bytes" in line
+
+
+def test_plan_reaches_the_naive_smallest_capacity(case: Replayed, tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    """One ranged tier and a hit-rate target: each hybrid lane's best capacity is the smallest byte
+    threshold whose naive hits reach the target (or the target is unreachable)."""
+    out = tmp_path / "plan.json"
+    code, _, err = run(["plan", str(case.facts), "--tier", "hbm=0..inf", "--price", "hbm=1", "--target-hit-rate", "0.15",
+                        "-o", str(out)],
                        capsys)  # fmt: skip
-    assert "hybrid" in one_error_line(code, err, "m1")
+    assert code == 0, err
+    plans = {p["lane"]: p for p in json.loads(out.read_text())["lanes"]}
+    for lane_id, (_bb, exp) in case.lanes.items():
+        input_tokens = sum(e.length for e in exp)
+        need_tokens = -(-input_tokens * 15 // 100)
+        need_blocks = -(-need_tokens // case.block)
+        thresholds = sorted({c for e in exp for c, _ in e.points})
+        reaching = [c for c in thresholds if sum(project_bytes(e.points, c) for e in exp) >= need_blocks]
+        plan = plans[lane_id]
+        if not reaching:
+            assert plan["best"] is None and "unreachable" in plan, lane_id
+            continue
+        assert plan["best"]["tiers"][0]["capacity_bytes"] == reaching[0], lane_id
 
 
 @pytest.mark.parametrize("mode", ["exclusive", "inclusive"])
