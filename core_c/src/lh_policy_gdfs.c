@@ -51,14 +51,16 @@ static void gdfs_destroy(void *state) {
 }
 
 static int gdfs_reserve(void *state, size_t slots, const int64_t *keys, size_t n, int32_t cat) {
-  (void)keys, (void)n, (void)cat;
+  (void)keys, (void)cat;
   gdfs *g = state;
   size_t need = slots + 1; /* one bucket per resident slot, plus one while a slot moves */
   if (lh_policy_grow((void **)&g->b, &g->cap, need, sizeof(bucket)) != 0 ||
       lh_policy_grow((void **)&g->heap, &g->heap_cap, need, sizeof(uint32_t)) != 0) {
     return -1;
   }
-  return lh_keymap_reserve(&g->by_h, need > g->by_h.count ? need - g->by_h.count : 0);
+  /* A request's n accesses create at most n buckets (one more while a slot moves): the map of
+   * the distinct priorities grows with them, not with the slots, so it stays small and cached. */
+  return lh_keymap_reserve(&g->by_h, n + 1);
 }
 
 static inline void place(gdfs *g, size_t i, uint32_t k) {
