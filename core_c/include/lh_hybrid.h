@@ -32,7 +32,7 @@
  * State: one map from a key to the positions of its Full block and its Linear state (16 bytes a
  * slot: one probe finds both), one bitset per type over positions with a
  * Fenwick tree of per-superblock counts, TTL epochs; stale and dead positions are compacted away
- * (when positions > 2 x alive objects + 4096). Same contracts as the lane core: status + error
+ * (when positions > 4 x alive objects + 4096). Same contracts as the lane core: status + error
  * buffer, a failing request changes nothing, no function prints, aborts or exits.
  */
 #ifndef LH_HYBRID_H

@@ -9,7 +9,7 @@
  * state is written only with its Full block, just before it, so a key has a Full position whenever
  * it has a state, and the state's is the lower): one probe finds both. Stale positions (bits
  * cleared by a later touch) and dead ones (below the TTL watermark) are compacted away when the
- * positions exceed twice the alive objects plus a slack of 4096: the alive markers are renumbered
+ * positions exceed four times the alive objects plus a slack of 4096: the alive markers are renumbered
  * 1 .. A in order, the dead entries dropped from the maps; no result changes.
  *
  * TTL: epochs (first position, time) as requests commit; the times never decrease along the
@@ -27,6 +27,7 @@
 #define SB_SHIFT 9 /* 512 positions per superblock */
 #define SB_WORDS 8 /* 64-bit words per superblock */
 #define SLACK 4096u
+#define COMPACT_FACTOR 4u /* compaction when the positions exceed this many per alive object + SLACK */
 #define MIN_SB 16u
 #define POS_LIMIT 0x7FFFFFFEull  /* largest position */
 #define MAX_OBJECTS (1ull << 30) /* objects of both types tracked at once */
@@ -542,7 +543,7 @@ static void compact(lh_hybrid *h) {
 static void maybe_compact(lh_hybrid *h) {
   if (h->top <= SLACK) return;
   uint64_t alive = alive_count(h, FULL) + alive_count(h, LINEAR);
-  if (alive >= (h->top - SLACK + 1) / 2) return;
+  if (h->top <= COMPACT_FACTOR * alive + SLACK) return;
   compact(h);
 }
 

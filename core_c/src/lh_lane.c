@@ -3,7 +3,7 @@
  * Positions are 1-based and grow with every committed block; a higher position is more recent.
  * Each tracked key owns exactly one "marker": the bit of its latest position. The LRU depth of
  * a key at position p is 1 + (markers above p). Stale positions (bits cleared by a later touch)
- * are compacted away when they outnumber twice the live markers plus a fixed slack.
+ * are compacted away when they outnumber four times the live markers plus a fixed slack.
  *
  * Key map: the engine's shared map (lh_keymap.h) from key to position, 12 bytes a slot, at most
  * 80 % full (it is most of a lane's memory). The lane never deletes from it: compaction renumbers
@@ -31,6 +31,7 @@
 #define SB_SHIFT 9            /* 512 positions per superblock */
 #define SB_WORDS 8            /* 64-bit words per superblock */
 #define SLACK 4096u           /* compaction waits for this many extra stale positions */
+#define COMPACT_FACTOR 4u     /* ... beyond this many positions per live marker */
 #define MIN_POS_CAP 8192u
 #define MAX_REQUEST_BLOCKS 0x7FFFFFFEu
 #define MAP_LOAD_PERCENT 80
@@ -297,7 +298,7 @@ static int compact(lh_lane *L) {
   L->markers = alive;
   L->dead_markers = 0;
   /* Give back a position space that has become far too large (e.g. after mass expiry). */
-  uint64_t want = pow2_at_least(2 * (2 * alive + SLACK), MIN_POS_CAP);
+  uint64_t want = pow2_at_least(2 * (COMPACT_FACTOR * alive + SLACK), MIN_POS_CAP);
   if (L->pos_cap > 4 * want) {
     uint64_t *bits = calloc((size_t)(want / 64), sizeof(uint64_t));
     int32_t *fen = calloc((size_t)(want >> SB_SHIFT) + 1, sizeof(int32_t));
@@ -321,7 +322,7 @@ static int compact(lh_lane *L) {
 
 static int should_compact(const lh_lane *L) {
   uint64_t alive = L->markers - L->dead_markers;
-  return L->top > SLACK && L->top > 2 * alive + SLACK;
+  return L->top > SLACK && L->top > COMPACT_FACTOR * alive + SLACK;
 }
 
 /* ---- lifecycle --------------------------------------------------------------------------- */
