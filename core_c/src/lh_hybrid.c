@@ -598,6 +598,9 @@ void lh_hybrid_reset(lh_hybrid *h) {
 
 /* Everything request of n keys may need, allocated before it changes anything. */
 static int reserve_request(lh_hybrid *h, size_t n, char *err, size_t errlen) {
+  if (h->rs[FULL].count + h->rs[LINEAR].count + 2 * (uint64_t)n > MAX_OBJECTS && h->watermark > 1) {
+    compact(h); /* the count includes expired objects until a compaction drops them; no result changes */
+  }
   if (h->rs[FULL].count + h->rs[LINEAR].count + 2 * (uint64_t)n > MAX_OBJECTS) {
     return lh_fail(err, errlen, LH_ERANGE, "a hybrid lane tracks at most %llu objects",
                    (unsigned long long)MAX_OBJECTS);

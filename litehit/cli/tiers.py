@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from litehit.capacity import UNITS_HELP, format_bytes
 from litehit.cli.commands import COMMAND_HELP
 from litehit.errors import QueryError
-from litehit.tiers.config import TierError, parse_assignment
+from litehit.tiers.config import TierError, parse_assignment, parse_capacity
 from litehit.tiers.hardware import GPUS, LINKS
 
 if TYPE_CHECKING:
@@ -328,8 +328,10 @@ def print_tiers(document: dict[str, Any], out: Any = None) -> None:
         for tier, given in zip(lane["tiers"], document["tiers"], strict=True):
             if tier["capacity_blocks"] is not None:
                 blocks = f"{tier['capacity_blocks']:,}"
-            else:  # infinite, or no block count: a hybrid or mixed lane's bytes
-                blocks = "inf" if given["capacity_bytes"] is None else format_bytes(given["capacity_bytes"])
+            elif given["capacity_bytes"] is not None:  # no block count: a hybrid or mixed lane's bytes
+                blocks = format_bytes(given["capacity_bytes"])
+            else:  # infinite, or blocks / tokens a mixed lane converts row by row
+                blocks = "inf" if parse_capacity(given["capacity"], "tier").infinite else given["capacity"]
             out.write(
                 f"  {tier['name']:<8}{blocks:>12}{_percent(tier['hit_rate']):>10}"
                 f"{_percent(tier['cumulative_hit_rate']):>12}{format_bytes(tier['bytes_loaded']):>12}\n"

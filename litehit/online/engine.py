@@ -24,7 +24,7 @@ import numpy.typing as npt
 
 import core_c
 from core_c.hybrid import HybridLane, project_steps_batch
-from litehit.capacity import CapacitySlot, capacity_blocks
+from litehit.capacity import INT64_MAX, CapacitySlot, capacity_blocks
 from litehit.db.models import utcnow
 from litehit.errors import LiteHitError, OnlineError
 from litehit.online.curve import LiveCurve, StepCurve
@@ -95,7 +95,8 @@ class OnlineInstance:
         self.hybrid = info.linear_step > 0
         self.capacity_gb = sorted(group.capacity_gb)  # the original sorts slots on load
         # registration accepts only finite, non-negative capacities, so every slot is finite
-        self.capacity_bytes = [CapacitySlot(gb).capacity_bytes for gb in self.capacity_gb]
+        # trunc(gb x 1024^3), saturating at INT64_MAX as the original's registration does
+        self.capacity_bytes = [min(CapacitySlot(gb).capacity_bytes, INT64_MAX) for gb in self.capacity_gb]
         curve = (counters or {}).get("curve")
         self.lane: core_c.Lane | HybridLane
         self.curve: LiveCurve | StepCurve  # the exact hits at any capacity, restored with the counters

@@ -187,7 +187,8 @@ def split_lane(
     values, kinds = _tier_arrays(configs)
     estimate = np.zeros((n_cfg, n), np.float64) if prefill is not None else None
     sums = [np.zeros((n_cfg, n_cat, n_tiers), np.int64) for _ in range(3)]
-    step = max(64, STEP_NUMBERS // (n_cfg * n_tiers)) if prefill is not None else max(n, 1)
+    # per-request arrays (a prefill model's, or a hybrid lane's projections) are bounded by chunks of rows
+    step = max(64, STEP_NUMBERS // (n_cfg * n_tiers)) if prefill is not None or lane.hybrid else max(n, 1)
     for lo in range(0, n, step):
         hi = min(lo + step, n)
         seg_lo, seg_hi = int(lane.seg_offsets[lo]), int(lane.seg_offsets[hi])

@@ -213,3 +213,10 @@ def test_hybrid_counters_and_curve_survive_a_restart(settings: Settings) -> None
         assert query(second, [1, 2, 3, 4])["hit_blocks"] == [0]  # cold again after the restart
         metrics = second.get("/metrics").text
         assert 'litehit_online_capacity_for_plateau_bytes{fraction="0.5",group="g1",instance="m1"} 53248.0' in metrics
+
+
+def test_huge_slots_saturate_at_int64_max_as_the_original(owner: TestClient) -> None:
+    view = register(owner, [float(2**40), 1.0])
+    assert view["capacity_bytes"] == [GIB, 2**63 - 1]
+    query(owner, [1, 2, 3, 4])
+    assert query(owner, [1, 2, 3, 4])["hit_blocks"] == [4, 4]

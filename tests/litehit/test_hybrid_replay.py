@@ -761,3 +761,57 @@ def test_the_shorthand_flags_refuse_bad_values(tmp_path: Path, capsys: pytest.Ca
     assert code == 1 and "Traceback" not in err + stdout
     assert err.startswith(f"litehit: error: {flag}: ") and words in err, err
     assert not (tmp_path / "bad" / "litehit_facts.csv").exists()
+
+
+def test_a_hybrid_split_in_row_chunks_equals_one_pass(case: Replayed, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A hybrid lane's per-request projections are bounded by chunks of rows (a plan evaluates
+    hundreds of configurations): 64-row chunks give the one-pass sums exactly."""
+    import litehit.tiers.split as split
+    from litehit.capacity import CapacitySlot
+    from litehit.tiers.config import TierMode
+    from litehit.tiers.lanes import load_lanes
+
+    lanes = load_lanes(case.facts, byte_steps=True)
+    configs = [[CapacitySlot(c / 2**30, "bytes", c), CapacitySlot(-1.0)] for c in (0, 4096, 65536, 1 << 20)]
+    for mode in (TierMode.EXCLUSIVE, TierMode.INCLUSIVE):
+        whole = [split.split_lane(lane, configs, mode) for lane in lanes]
+        monkeypatch.setattr(split, "STEP_NUMBERS", 1)  # chunks of max(64, 1 // ...) = 64 rows
+        chunked = [split.split_lane(lane, configs, mode) for lane in lanes]
+        monkeypatch.undo()
+        assert all(lane.hybrid and lane.requests > 64 for lane in lanes)
+        for a, b in zip(whole, chunked, strict=True):
+            assert (a.hit_blocks == b.hit_blocks).all() and (a.bytes_loaded == b.bytes_loaded).all()
+
+
+def test_the_tiers_table_names_a_finite_tier_without_block_count() -> None:
+    """A lane whose rows differ in block size has no block count for `1blocks` (each row converts
+    on its own): the table shows the capacity as given, and inf only for an infinite tier."""
+    from litehit.cli.tiers import print_tiers
+
+    tier = {"capacity_blocks": None, "hit_rate": 0.1, "cumulative_hit_rate": 0.1, "bytes_loaded": 0}
+    doc = {
+        "mode": "exclusive",
+        "tiers": [
+            {"name": "hbm", "capacity": "1blocks", "capacity_bytes": None},
+            {"name": "dram", "capacity": "Inf", "capacity_bytes": None},
+        ],
+        "lanes": [
+            {
+                "lane": "m",
+                "requests": 2,
+                "block_size": None,
+                "block_bytes": None,
+                "hit_rate": 0.2,
+                "tiers": [{**tier, "name": "hbm"}, {**tier, "name": "dram"}],
+                "categories": {},
+            }
+        ],
+        "constants": {},
+        "notes": [],
+    }
+    out = io.StringIO()
+    print_tiers(doc, out)
+    rows = [
+        line.split() for line in out.getvalue().splitlines() if line.startswith("  hbm") or line.startswith("  dram")
+    ]
+    assert rows[0][:2] == ["hbm", "1blocks"] and rows[1][:2] == ["dram", "inf"]
