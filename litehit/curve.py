@@ -28,7 +28,7 @@ import numpy.typing as npt
 from litehit.capacity import DEFAULT_TARGETS, GIB
 from litehit.facts import FactsStream
 
-__all__ = ["CurvePoint", "InstanceCurve", "IntColumn", "exact_curves"]
+__all__ = ["CurvePoint", "InstanceCurve", "IntColumn", "LaneCurves", "exact_curves"]
 
 
 class IntColumn(Sequence[int]):
@@ -171,19 +171,36 @@ class InstanceCurve:
         }
 
 
+_PENDING_SEGMENTS = 1 << 22  # segments a group holds before it folds them into its arrays
+
+
 @dataclass
 class _Group:
-    """Difference arrays of one (instance, block size, block bytes)."""
+    """Difference arrays of one (instance, block size, block bytes). Segments are kept as they
+    come and folded in by one bincount per ~4 M of them: a bincount per chunk zeroed and summed
+    arrays as long as the largest threshold each time."""
 
     block_size: int
     block_bytes: int
     starts: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(1, np.int64))
     ends: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(1, np.int64))
+    _pending: list[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]] = field(default_factory=list)
+    _pending_len: int = 0
 
     def add(self, starts: npt.NDArray[np.int64], runs: npt.NDArray[np.int64]) -> None:
         if len(starts) == 0:
             return
-        ends = starts + runs
+        self._pending.append((starts, starts + runs))
+        self._pending_len += len(starts)
+        if self._pending_len >= _PENDING_SEGMENTS:
+            self._fold()
+
+    def _fold(self) -> None:
+        if not self._pending:
+            return
+        starts = np.concatenate([s for s, _ in self._pending])
+        ends = np.concatenate([e for _, e in self._pending])
+        self._pending, self._pending_len = [], 0
         size = int(ends.max()) + 1
         if size > len(self.starts):
             self.starts = np.concatenate([self.starts, np.zeros(size - len(self.starts), np.int64)])
@@ -193,6 +210,7 @@ class _Group:
 
     def hit_blocks(self) -> npt.NDArray[np.int64]:
         """hit_blocks(C) for C = 0 .. largest threshold."""
+        self._fold()
         slope = np.cumsum(self.starts - self.ends)
         return np.cumsum(slope) - slope[0] if len(slope) else slope  # slope[0] is always 0
 
@@ -248,11 +266,52 @@ def _distinct_rows(keys: npt.NDArray[np.int64]) -> list[tuple[int, ...]]:
     return [tuple(row) for row in ordered[first].tolist()]
 
 
-def exact_curves(path: str | Path, targets: Sequence[float] = DEFAULT_TARGETS) -> list[InstanceCurve]:
-    """Exact curves of every instance of a facts file, sorted by instance id (bytes order)."""
+def _check_targets(targets: Sequence[float]) -> None:
     for f in targets:
         if not 0 < f <= 1:
             raise ValueError(f"target fractions must be in (0, 1], got {f}")
+
+
+class LaneCurves:
+    """The curves exact_curves would read back from a replay's facts file, accumulated from the
+    lanes' facts as the replay makes them (the same rows: a lane's requests in its instance and
+    block shape), so a summary need not read the file again. Lanes with byte-step facts (hybrid)
+    are not taken: read their facts file."""
+
+    def __init__(self, lanes: Sequence[tuple[str, int, int]]) -> None:
+        """lanes: (instance id, block size, block bytes) of each lane."""
+        self.lanes = list(lanes)
+        self._acc: dict[str, _Instance] = {}
+
+    def add(
+        self,
+        lane: int,
+        input_lens: npt.NDArray[np.int64],
+        segments: npt.NDArray[np.int64],
+        seg_offsets: npt.NDArray[np.int64],
+    ) -> None:
+        """One chunk of a lane: its requests' input lengths and facts (request j's segments are
+        segments[seg_offsets[j]:seg_offsets[j+1]])."""
+        name, size, nbytes = self.lanes[lane]
+        inst = self._acc.setdefault(name, _Instance())
+        inst.requests += len(input_lens)
+        inst.input_tokens += int(input_lens.sum())
+        mine = segments[int(seg_offsets[0]) : int(seg_offsets[-1])] if len(seg_offsets) else segments[:0]
+        group = inst.groups.setdefault((size, nbytes), _Group(size, nbytes))
+        group.add(np.ascontiguousarray(mine[:, 0]), mine[:, 1])
+
+    def curves(self, targets: Sequence[float] = DEFAULT_TARGETS) -> list[InstanceCurve]:
+        """Exact curves of every instance with a lane, sorted by instance id (bytes order), as
+        exact_curves gives them from the facts file; call it once, at the end."""
+        _check_targets(targets)
+        # an instance with no request has no row in the facts file, so no curve
+        curves = [_finish(name.encode(), inst, targets) for name, inst in self._acc.items() if inst.requests]
+        return sorted(curves, key=lambda c: c.instance_id.encode())
+
+
+def exact_curves(path: str | Path, targets: Sequence[float] = DEFAULT_TARGETS) -> list[InstanceCurve]:
+    """Exact curves of every instance of a facts file, sorted by instance id (bytes order)."""
+    _check_targets(targets)
     stream = FactsStream(path, byte_steps=True)
     acc: dict[int, _Instance] = {}
     for chunk, groups in stream:

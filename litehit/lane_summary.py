@@ -15,7 +15,7 @@ from litehit.capacity import counted, format_bytes
 from litehit.errors import QueryError
 
 if TYPE_CHECKING:  # the curves load numpy and the engine: only when a summary is made
-    from litehit.curve import CurvePoint, InstanceCurve
+    from litehit.curve import CurvePoint, InstanceCurve, LaneCurves
 
 __all__ = [
     "PLATEAU_FRACTIONS",
@@ -97,16 +97,18 @@ class LaneSummary:
 
 
 def summarize_facts(
-    facts: str | Path,
+    facts: str | Path | LaneCurves,
     setups: dict[str, tuple[int, int]] | None = None,
     hit_rate_targets: Sequence[float] = (),
 ) -> list[LaneSummary]:
-    """One summary per instance of the facts file; setups maps instance id -> (block size, TTL s)."""
+    """One summary per instance of the facts file (or of the curves a replay accumulated as it
+    wrote that file, the same); setups maps instance id -> (block size, TTL s)."""
     setups = setups or {}
     order = {name: i for i, name in enumerate(setups)}  # the config's lane order, then the others
-    from litehit.curve import exact_curves
+    from litehit.curve import LaneCurves, exact_curves
 
-    curves = sorted(exact_curves(facts, PLATEAU_FRACTIONS), key=lambda c: order.get(c.instance_id, len(order)))
+    made = facts.curves(PLATEAU_FRACTIONS) if isinstance(facts, LaneCurves) else exact_curves(facts, PLATEAU_FRACTIONS)
+    curves = sorted(made, key=lambda c: order.get(c.instance_id, len(order)))
     lanes = []
     for c in curves:
         block_size, ttl = setups.get(c.instance_id, (None, None))

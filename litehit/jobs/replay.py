@@ -23,6 +23,7 @@ from litehit.replay.result import FACTS_FILE, LaneStats, ReplayResult
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from litehit.curve import LaneCurves
     from litehit.publish import AtomicPublisher
     from litehit.replay.chunks import Progress
     from litehit.replay.lanes import LaneRunner
@@ -92,6 +93,7 @@ class _FactsMerger:
 
     def __init__(self, runtime: ReplaySpec, plan: ReplayPlan, parts: Sequence[PartPlan]) -> None:
         from litehit.publish import AtomicPublisher
+        from litehit.replay.ordered_map import OneBehind
         from litehit.replay.render import header_for
 
         self.plan, self.parts = plan, list(parts)
@@ -100,17 +102,34 @@ class _FactsMerger:
         self.publisher.write(header_for(plan.extended))
         self.rows = 0
         self.start = time.perf_counter()
+        self._writing = OneBehind("litehit-facts")  # renders and writes a chunk behind the lanes
+        self.curves: LaneCurves | None = None  # the summary's curves, made as the rows are written
+        if not any(lane.hybrid for lane in plan.lanes):
+            from litehit.curve import LaneCurves
+
+            self.curves = LaneCurves([(lane.instance_id, lane.block_size, lane.block_bytes) for lane in plan.lanes])
 
     def add_chunk(self, chunk: ChunkPlan, outputs: Sequence[tuple[Any, ...]]) -> None:
+        """Renders and writes a chunk's rows in the merger's thread while the caller goes on with
+        the next chunk (one chunk in flight, so the rows stay in order; a failed write raises
+        here at the next chunk or at finish)."""
+        self._writing.submit(self._write_chunk, chunk, outputs)
+        self.rows += len(chunk.out_src)
+
+    def _write_chunk(self, chunk: ChunkPlan, outputs: Sequence[tuple[Any, ...]]) -> None:
         from litehit.replay.lanes import LaneFacts
         from litehit.replay.render import render_chunk
 
-        self.publisher.write(render_chunk(self.plan, chunk, [LaneFacts(*arrays) for arrays in outputs]))
-        self.rows += len(chunk.out_src)
+        facts = [LaneFacts(*arrays) for arrays in outputs]
+        self.publisher.write(render_chunk(self.plan, chunk, facts))
+        if self.curves is not None:
+            for lane, (work, lane_facts) in enumerate(zip(chunk.lanes, facts, strict=True)):
+                self.curves.add(lane, work.input_lens, lane_facts.segments, lane_facts.seg_offsets)
 
     def finish(self, outputs: Sequence[PartOutput], counts: TraceCounts) -> Merged:
         from litehit.spec import TraceFormat
 
+        self._writing.close()
         self.publisher.commit()
         lanes = []
         for part, output in zip(self.parts, outputs, strict=True):
@@ -136,6 +155,7 @@ class _FactsMerger:
             blocks=counts.blocks,
             elapsed_s=counts.seconds + time.perf_counter() - self.start,
             lanes=lanes,
+            curves=self.curves,
         )
         stats = {
             "facts_rows": self.rows,
@@ -146,7 +166,12 @@ class _FactsMerger:
         return Merged(result, stats)
 
     def close(self) -> None:
-        self.publisher.__exit__(None, None, None)
+        try:
+            self._writing.close()
+        except Exception:  # the run failed already (or finish raised it): nothing is published
+            pass
+        finally:
+            self.publisher.__exit__(None, None, None)
 
 
 def _lane_stats(lane: Any) -> dict[str, int]:

@@ -5,6 +5,7 @@ a threshold is compared (skew, capacity), nearest-rank quantiles."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from fractions import Fraction
 
 import numpy as np
@@ -22,6 +23,7 @@ __all__ = [
     "log_histogram",
     "reuse_time",
     "share_for",
+    "shares_for",
     "skew",
     "working_set",
 ]
@@ -114,21 +116,36 @@ def lifespan(sorted_ns: Int64Array, never_reused: int) -> Lifespan:
     )
 
 
-def share_for(counts: Int64Array, percent: int, population: int) -> float:
-    """The smallest fraction of a population (sorted by count, descending) whose counts reach
-    percent% of the total: k / population; 0 when the total is 0. counts may omit zeros."""
+def shares_for(counts: Int64Array, percents: Sequence[int], population: int) -> list[float]:
+    """For each percent: the smallest fraction of a population (sorted by count, descending)
+    whose counts reach percent% of the total: k / population; 0 when the total is 0. counts may
+    omit zeros. One sort for all the percents."""
     total = _exact_sum(counts)
     if total == 0 or population == 0:
-        return 0.0
-    cumulative = np.cumsum(np.sort(counts)[::-1])
-    need = -(-percent * total // 100)  # 100 x cum >= percent x total, in integers
-    return (int(np.searchsorted(cumulative, need, side="left")) + 1) / population
+        return [0.0] * len(percents)
+    ordered = np.sort(counts)
+    ordered = ordered[::-1]
+    cumulative = np.cumsum(ordered)
+    del ordered
+    # 100 x cum >= percent x total, in integers
+    return [(int(np.searchsorted(cumulative, -(-p * total // 100), side="left")) + 1) / population for p in percents]
+
+
+def share_for(counts: Int64Array, percent: int, population: int) -> float:
+    """shares_for of one percent."""
+    return shares_for(counts, [percent], population)[0]
 
 
 def skew(key_reuses: Int64Array, keys: int, request_hits: Int64Array) -> Skew:
     """key_reuses: reuse counts of the keys (zeros may be omitted) out of `keys` keys;
     request_hits: hit blocks of every request (hit tokens are proportional in a lane)."""
-    shares = {f"keys_for_{p}": share_for(key_reuses, p, keys) for p in SKEW_KEY_PERCENTS}
+    shares = dict(
+        zip(
+            (f"keys_for_{p}" for p in SKEW_KEY_PERCENTS),
+            shares_for(key_reuses, SKEW_KEY_PERCENTS, keys),
+            strict=True,
+        )
+    )
     return Skew(**shares, requests_for_90=share_for(request_hits, 90, len(request_hits)))
 
 

@@ -1,8 +1,12 @@
 """One lane of a profile: the exact lane core (for the hit curve) and a ProfileRecorder beside it,
 fed LaneWork in order (per-block work in C; per chunk only numpy), and the lane's profile made
-from what they kept."""
+from what they kept. The recorder follows the lane core one chunk behind in a thread of its own
+(both release the GIL in C), so a profile costs about what the slower of the two does."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import numpy.typing as npt
@@ -11,8 +15,9 @@ import core_c
 from core_c.lane import BatchFacts
 from core_c.profile import ProfileArrays
 from litehit.profile.metrics import capacity_points, lifespan, reuse_time, skew, working_set
-from litehit.profile.result import LaneProfile, Metrics, OverallMetrics, ReuseTime
+from litehit.profile.result import LaneProfile, Lifespan, Metrics, OverallMetrics, ReuseTime
 from litehit.quantiles import NS_PER_S
+from litehit.replay.ordered_map import OneBehind
 from litehit.replay.plan import LaneSpec, LaneWork
 from litehit.spec import TraceFormat
 
@@ -42,10 +47,18 @@ class ProfileRun:
         self._sums = np.zeros((0, 4), dtype=np.int64)  # [category, column]
         self._hits: list[npt.NDArray[np.int32]] = []  # per request: hit blocks (< 2^31: a request's blocks)
         self._categories: list[npt.NDArray[np.int32]] = []
+        self._recording = OneBehind("litehit-profile")  # the recorder's thread, a chunk behind the lane core
 
     def feed(self, work: LaneWork) -> None:
-        """Replays and records the next chunk of the lane's requests."""
-        self.record(work, self.replay(work))
+        """Replays the next chunk of the lane's requests and records it in the recording thread
+        while the lane core goes on with the chunk after (one chunk in flight: a recording that
+        failed raises here, at the next chunk, or at result())."""
+        try:
+            facts = self.replay(work)
+        except BaseException:
+            self._recording.wait()  # a failure of the chunk before comes first
+            raise
+        self._recording.submit(self.record, work, facts)
 
     def replay(self, work: LaneWork) -> BatchFacts:
         """The lane core's facts of the next chunk (record them next)."""
@@ -71,6 +84,8 @@ class ProfileRun:
 
     def result(self, category_names: list[str]) -> LaneProfile:
         """The lane's profile. Sorts the recorder's reuse times in place: call it once, last."""
+        self._recording.close()
+        self.core.close()  # the lane core's part is done: its memory is not held while the metrics are made
         hits = np.concatenate([np.empty(0, np.int32), *self._hits])
         cats = np.concatenate([np.empty(0, np.int32), *self._categories])
         self._hits, self._categories = [], []
@@ -80,37 +95,42 @@ class ProfileRun:
             multi = np.array([is_multi_turn(category_names[c]) for c in range(len(sums))], dtype=bool)
         a = self.recorder.arrays()
         present = np.flatnonzero(sums[:, _REQUESTS]).tolist()
-        reuse_times = {}
-        for c in present:
-            ns = self.recorder.reuses_of(c).ns
-            ns.sort()  # in place: the recorder never reads its reuse times back
-            reuse_times[c] = ns
-        with_reuses = [ns for ns in reuse_times.values() if len(ns)]
-        everything = (
-            with_reuses[0] if len(with_reuses) == 1 else np.sort(np.concatenate([np.empty(0, np.int64), *with_reuses]))
-        )
-        lane_reuse = reuse_time(everything)
         lane_hits = int(sums[:, _HIT_BLOCKS].sum())
-        overall = self._metrics(
-            a,
-            sums.sum(axis=0),
-            lane_hits,
-            multi,
-            sums[:, _REQUESTS],
-            None,
-            lane_reuse,
-            a.reuses.astype(np.int64),
-            len(a.reuses),
-            hits,
-        )
+        # the reuse times are sorted (the largest sort) in a thread while the lane's other
+        # metrics are computed here (numpy sorts outside the GIL)
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="litehit-profile") as pool:
+            sorting = pool.submit(self._sorted_reuses, present)
+            overall, overall_lifespan = self._metrics(
+                a,
+                sums.sum(axis=0),
+                lane_hits,
+                multi,
+                sums[:, _REQUESTS],
+                None,
+                lambda: sorting.result()[2],
+                a.reuses.astype(np.int64),
+                len(a.reuses),
+                hits,
+            )
+            reuse_times, everything, lane_reuse = sorting.result()
         categories = {}
         for c in present:
             counts = self._key_reuses(a, c)
             reuse = lane_reuse if reuse_times[c] is everything else reuse_time(reuse_times[c])
             only = np.zeros(len(sums), dtype=np.int64)
             only[c] = sums[c, _REQUESTS]
-            categories[category_names[c]] = self._metrics(
-                a, sums[c], lane_hits, multi, only, c, reuse, counts, len(counts), hits[cats == c]
+            categories[category_names[c]], _ = self._metrics(
+                a,
+                sums[c],
+                lane_hits,
+                multi,
+                only,
+                c,
+                lambda reuse=reuse: reuse,  # type: ignore[misc]
+                counts,
+                len(counts),
+                hits if len(present) == 1 else hits[cats == c],
+                overall_lifespan,
             )
         lane = self.lane
         return LaneProfile(
@@ -125,6 +145,20 @@ class ProfileRun:
             ),
             categories=categories,
         )
+
+    def _sorted_reuses(self, present: list[int]) -> tuple[dict[int, Int64Array], Int64Array, ReuseTime]:
+        """Each present category's reuse times sorted (in place: the recorder never reads them
+        back), all of them sorted, and the lane's reuse-time statistics."""
+        reuse_times = {}
+        for c in present:
+            ns = self.recorder.reuses_of(c).ns
+            ns.sort()
+            reuse_times[c] = ns
+        with_reuses = [ns for ns in reuse_times.values() if len(ns)]
+        everything = (
+            with_reuses[0] if len(with_reuses) == 1 else np.sort(np.concatenate([np.empty(0, np.int64), *with_reuses]))
+        )
+        return reuse_times, everything, reuse_time(everything)
 
     def _key_reuses(self, a: ProfileArrays, category: int) -> Int64Array:
         """The reuse counts of the keys category's reuses hit (zeros dropped)."""
@@ -144,26 +178,34 @@ class ProfileRun:
         multi: npt.NDArray[np.bool_] | None,
         requests_by_category: Int64Array,
         category: int | None,
-        reuse: ReuseTime,
+        reuse: Callable[[], ReuseTime],
         key_reuses: Int64Array,
         keys: int,
         request_hits: npt.NDArray[np.int32],
-    ) -> Metrics:
+        lane_lifespan: Lifespan | None = None,
+    ) -> tuple[Metrics, Lifespan]:
         """The metrics of a category (None: the whole lane) from its sums (a row of the
-        per-category sums), its requests per category, its reuse times' statistics, the reuse
-        counts of `keys` keys (zeros may be left out) and its requests' hit blocks."""
+        per-category sums), its requests per category, its reuse times' statistics (asked for
+        last), the reuse counts of `keys` keys (zeros may be left out) and its requests' hit
+        blocks; and its lifespan. lane_lifespan: the lane's, which is a category's when that
+        category first accessed every key."""
         if category is None:
-            spans, shared = a.last_ns - a.first_ns, a.shared
+            keys_lifespan = lifespan(np.sort(a.last_ns - a.first_ns), int(np.count_nonzero(a.shared == 0)))
         else:
             first = a.first_cat == category
-            spans, shared = a.last_ns[first] - a.first_ns[first], a.shared[first]
+            if lane_lifespan is not None and bool(first.all()):
+                keys_lifespan = lane_lifespan
+            else:
+                spans, shared = a.last_ns[first] - a.first_ns[first], a.shared[first]
+                keys_lifespan = lifespan(np.sort(spans), int(np.count_nonzero(shared == 0)))
         requests, input_tokens = int(sums[_REQUESTS]), int(sums[_INPUT_TOKENS])
         hit_blocks = int(sums[_HIT_BLOCKS])
         hit_tokens = hit_blocks * self.lane.block_size
         multi_turn = None
         if multi is not None:
             multi_turn = int(requests_by_category[multi].sum()) / requests if requests else 0.0
-        return Metrics(
+        key_skew = skew(key_reuses, keys, request_hits.astype(np.int64))
+        metrics = Metrics(
             requests=requests,
             input_tokens=input_tokens,
             blocks=int(sums[_BLOCKS]),
@@ -172,11 +214,17 @@ class ProfileRun:
             ideal_hit_ratio=hit_tokens / input_tokens if input_tokens else 0.0,
             hit_token_share=hit_blocks / lane_hits if lane_hits else 0.0,
             multi_turn_share=multi_turn,
-            reuse_time=reuse,
-            lifespan=lifespan(np.sort(spans), int(np.count_nonzero(shared == 0))),
-            skew=skew(key_reuses, keys, request_hits.astype(np.int64)),
+            reuse_time=reuse(),
+            lifespan=keys_lifespan,
+            skew=key_skew,
         )
+        return metrics, keys_lifespan
 
     def close(self) -> None:
-        self.core.close()
-        self.recorder.close()
+        try:
+            self._recording.close()
+        except Exception:  # the run already failed, or its result was taken: closing frees only
+            pass
+        finally:
+            self.core.close()
+            self.recorder.close()

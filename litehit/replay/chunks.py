@@ -20,7 +20,7 @@ from litehit.replay.ordered_map import ordered_map
 from litehit.replay.plan import ChunkPlan, ReplayPlan, plan_chunk
 from litehit.spec import ReplaySpec, TraceFormat
 from litehit.traces.formats import detect_format
-from litehit.traces.scan import scan_chunk
+from litehit.traces.scan import ParsedChunk, scan_chunk
 from litehit.traces.source import CHUNK_BYTES, iter_text_chunks, open_trace
 
 __all__ = ["Progress", "TraceChunks", "resolve_format"]
@@ -42,8 +42,8 @@ def resolve_format(spec: ReplaySpec, path: str) -> TraceFormat:
         return spec.trace_format
     try:
         fmt = detect_format(path)
-    except TraceError as exc:
-        raise ReplayError(f"failed to load/replay trace: {exc}", path=path, line=exc.line) from None
+    except TraceError as exc:  # line 0: the whole file (unreadable), no line to name
+        raise ReplayError(f"failed to load/replay trace: {exc}", path=path, line=exc.line or None) from None
     if fmt is None:
         raise _nothing_loaded(path)
     return fmt
@@ -87,20 +87,27 @@ class TraceChunks:
         except OSError:
             bytes_total = 0
         scan = partial(scan_chunk, fmt=self.plan.fmt, trace_block_size=self.plan.trace_block_size)
-        prev_ts: int | None = None
+        last_ts: list[int | None] = [None]  # of the chunks planned so far
+
+        def planned(parsed: ParsedChunk) -> ChunkPlan:
+            """Plans chunks one at a time, in order (the plan's tables and the timestamp order
+            carry from one chunk to the next), in a thread of its own, a chunk ahead of the caller."""
+            chunk = plan_chunk(self.plan, parsed, last_ts[0])
+            last_ts[0] = chunk.last_timestamp
+            return chunk
+
         try:
             with (
                 open_trace(path) as stream,
                 contextlib.closing(
                     ordered_map(scan, iter_text_chunks(stream, path, self.chunk_bytes), self.spec.workers)
                 ) as scanned,
+                contextlib.closing(ordered_map(planned, scanned, 1, ahead=2)) as chunks,
             ):
-                for parsed in scanned:
+                for chunk in chunks:
                     if self.should_stop is not None and self.should_stop():
                         raise ReplayCancelled("cancelled; nothing was published")
-                    chunk = plan_chunk(self.plan, parsed, prev_ts)
                     yield chunk
-                    prev_ts = chunk.last_timestamp
                     self.chunks += 1
                     self.lines += chunk.lines
                     self.rows += chunk.rows
@@ -112,7 +119,7 @@ class TraceChunks:
                             Progress(self.lines, self.reads, self.blocks, chunk.source_offset, bytes_total, elapsed)
                         )
         except TraceError as exc:
-            raise ReplayError(f"failed to load/replay trace: {exc}", path=path, line=exc.line) from None
+            raise ReplayError(f"failed to load/replay trace: {exc}", path=path, line=exc.line or None) from None
         if self.rows == 0:
             raise _nothing_loaded(path)
         if self.reads == 0:

@@ -15,7 +15,7 @@ from collections.abc import Callable, Generator, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TypeVar
 
-__all__ = ["ordered_map"]
+__all__ = ["OneBehind", "ordered_map"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -79,3 +79,37 @@ def ordered_map(
                 entry.cancel()
         feeder.join(timeout=5)  # a feeder stuck on a silent pipe is a daemon: let it be
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+class OneBehind:
+    """Runs calls in a thread of its own, one at a time and in the order given, at most one call
+    behind the caller (a pipeline stage that follows another by one chunk): ``submit`` first
+    waits for the previous call and raises its failure, so nothing runs after a failed call and
+    every failure surfaces, in order, at the next ``submit`` or at ``wait``. ``close`` waits for
+    the call in flight and ends the thread; the thread starts with the first call."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._pool: ThreadPoolExecutor | None = None
+        self._pending: Future[None] | None = None
+
+    def submit(self, fn: Callable[..., None], *args: object) -> None:
+        self.wait()
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=self._name)
+        self._pending = self._pool.submit(fn, *args)
+
+    def wait(self) -> None:
+        """Waits for the call in flight; raises its failure."""
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            pending.result()
+
+    def close(self) -> None:
+        """wait(), then ends the thread (also when the call failed: its failure is raised)."""
+        try:
+            self.wait()
+        finally:
+            if self._pool is not None:
+                self._pool.shutdown(wait=True)
+                self._pool = None

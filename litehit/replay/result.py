@@ -5,8 +5,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from litehit.spec import TraceFormat
+
+if TYPE_CHECKING:
+    from litehit.curve import LaneCurves
 
 __all__ = ["FACTS_FILE", "LaneStats", "ReplayResult"]
 
@@ -36,3 +40,6 @@ class ReplayResult:
     blocks: int
     elapsed_s: float
     lanes: list[LaneStats] = field(default_factory=list)
+    # the facts file's exact curves, accumulated as the lanes replayed (LaneCurves.curves makes
+    # them); None when a lane is hybrid (its summary reads the facts file)
+    curves: LaneCurves | None = field(default=None, compare=False, repr=False)

@@ -531,6 +531,19 @@ def test_replay_of_random_bytes_raises_replay_error(
         assert f"{path}:{result.line}" in str(result)
 
 
+@pytest.mark.parametrize("data", [b"\x28\xb5\x2f\xfd", b"\x1f\x8b\x08\x00garbage"])  # zstd, gzip
+@pytest.mark.parametrize("fmt", [None, "mooncake"])
+def test_a_corrupt_compressed_trace_names_the_file_not_a_line(data: bytes, fmt: str | None) -> None:
+    """Found by the random-bytes test: with format detection an unreadable compressed file
+    failed with line 0; the whole file is at fault, so no line is named (a given format reads
+    the first line and names it)."""
+    path, result = run_case(data, fmt=fmt, chunk_bytes=None, keep_older=False)
+    assert isinstance(result, Failure)
+    where = path if fmt is None else f"{path}:1"
+    assert f"{where}: cannot read (corrupt or truncated compressed data?)" in str(result)
+    assert result.line == (None if fmt is None else 1)
+
+
 # ---- mutated first rows with format detection (deterministic) ------------------------------------
 
 
