@@ -188,9 +188,13 @@ class _Group:
     _pending_len: int = 0
 
     def add(self, starts: npt.NDArray[np.int64], runs: npt.NDArray[np.int64]) -> None:
+        self.add_ends(starts, starts + runs)
+
+    def add_ends(self, starts: npt.NDArray[np.int64], ends: npt.NDArray[np.int64]) -> None:
+        """Segments given by their starts and ends (start + run)."""
         if len(starts) == 0:
             return
-        self._pending.append((starts, starts + runs))
+        self._pending.append((starts, ends))
         self._pending_len += len(starts)
         if self._pending_len >= _PENDING_SEGMENTS:
             self._fold()
@@ -275,13 +279,19 @@ def _check_targets(targets: Sequence[float]) -> None:
 class LaneCurves:
     """The curves exact_curves would read back from a replay's facts file, accumulated from the
     lanes' facts as the replay makes them (the same rows: a lane's requests in its instance and
-    block shape), so a summary need not read the file again. Lanes with byte-step facts (hybrid)
+    block shape), so a summary need not read the file again. The segments are only kept (16 B
+    each) until curves() folds them: beyond MAX_SEGMENTS over all lanes nothing more is kept
+    (``kept`` turns false, and the summary reads the file). Lanes with byte-step facts (hybrid)
     are not taken: read their facts file."""
+
+    MAX_SEGMENTS = 1 << 22  # 64 MiB beside the lane cores during the replay
 
     def __init__(self, lanes: Sequence[tuple[str, int, int]]) -> None:
         """lanes: (instance id, block size, block bytes) of each lane."""
         self.lanes = list(lanes)
-        self._acc: dict[str, _Instance] = {}
+        self._chunks: list[tuple[int, int, int, npt.NDArray[np.int64], npt.NDArray[np.int64]]] = []
+        self._segments = 0
+        self.kept = True
 
     def add(
         self,
@@ -292,20 +302,33 @@ class LaneCurves:
     ) -> None:
         """One chunk of a lane: its requests' input lengths and facts (request j's segments are
         segments[seg_offsets[j]:seg_offsets[j+1]])."""
-        name, size, nbytes = self.lanes[lane]
-        inst = self._acc.setdefault(name, _Instance())
-        inst.requests += len(input_lens)
-        inst.input_tokens += int(input_lens.sum())
+        if not self.kept:
+            return
         mine = segments[int(seg_offsets[0]) : int(seg_offsets[-1])] if len(seg_offsets) else segments[:0]
-        group = inst.groups.setdefault((size, nbytes), _Group(size, nbytes))
-        group.add(np.ascontiguousarray(mine[:, 0]), mine[:, 1])
+        self._segments += len(mine)
+        if self._segments > self.MAX_SEGMENTS:
+            self.kept, self._chunks = False, []
+            return
+        starts = np.ascontiguousarray(mine[:, 0])
+        self._chunks.append((lane, len(input_lens), int(input_lens.sum()), starts, starts + mine[:, 1]))
 
     def curves(self, targets: Sequence[float] = DEFAULT_TARGETS) -> list[InstanceCurve]:
-        """Exact curves of every instance with a lane, sorted by instance id (bytes order), as
-        exact_curves gives them from the facts file; call it once, at the end."""
+        """Exact curves of every instance with a request, sorted by instance id (bytes order),
+        as exact_curves gives them from the facts file; call it once, at the end, when kept."""
         _check_targets(targets)
+        if not self.kept:
+            raise ValueError("the replay's facts were too many to keep: read its facts file")
+        acc: dict[str, _Instance] = {}
+        chunks, self._chunks = self._chunks, []
+        for lane, requests, input_tokens, starts, ends in chunks:
+            name, size, nbytes = self.lanes[lane]
+            inst = acc.setdefault(name, _Instance())
+            inst.requests += requests
+            inst.input_tokens += input_tokens
+            inst.groups.setdefault((size, nbytes), _Group(size, nbytes)).add_ends(starts, ends)
+        del chunks
         # an instance with no request has no row in the facts file, so no curve
-        curves = [_finish(name.encode(), inst, targets) for name, inst in self._acc.items() if inst.requests]
+        curves = [_finish(name.encode(), inst, targets) for name, inst in acc.items() if inst.requests]
         return sorted(curves, key=lambda c: c.instance_id.encode())
 
 

@@ -65,7 +65,9 @@ def _run(args: argparse.Namespace) -> int:
     run, job_id = run_kind(KIND, spec, None, args, label="replay")
     result: ReplayResult = run.merged.value
     setups = {i.instance_id: (i.block_size, spec.group_of(i).ttl_seconds) for i in spec.instances}
-    lanes = summarize_facts(result.facts_path if result.curves is None else result.curves, setups, hit_rates)
+    lanes = summarize_facts(
+        result.curves if result.curves is not None and result.curves.kept else result.facts_path, setups, hit_rates
+    )
     note = default_kv_note(args)
     if args.json:
         data = {**replay_as_dict(result), "job_id": job_id, "lanes": [lane.as_dict() for lane in lanes]}

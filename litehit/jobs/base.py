@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Generic, NoReturn, Protocol, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, create_model
 
@@ -56,6 +56,7 @@ __all__ = [
     "UTCDateTime",
     "links_of",
     "part_public_model",
+    "raise_in_order",
     "value_at",
     "view_model",
 ]
@@ -188,6 +189,32 @@ class PartRun(Protocol):
 
     def close(self) -> None:
         """Frees the part's C state (always called, also after a failure)."""
+
+    # A part (or merger) that works a chunk behind its caller in a thread of its own also has
+    # ``settle()``: wait for that chunk and raise its failure (see raise_in_order).
+
+
+def raise_in_order(exc: BaseException, stages: Sequence[object]) -> NoReturn:
+    """Raises the error of a run that failed with exc: first the failure of a chunk a stage was
+    still working on behind the caller (``settle()``: an earlier chunk's, so first in input
+    order), else exc; a facts file that could not be written as ReplayError."""
+    from litehit.errors import PublishError, ReplayError
+
+    failure = exc
+    for stage in stages:
+        settle = getattr(stage, "settle", None)
+        if settle is None:
+            continue
+        try:
+            settle()
+        except Exception as earlier:
+            failure = earlier
+            break
+    if isinstance(failure, PublishError):
+        raise ReplayError(str(failure)) from None
+    if failure is exc:
+        raise exc
+    raise failure from None
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from litehit.errors import PublishError, ReplayError
-from litehit.jobs.base import Merged, PartOutput, PartPlan, PartRun, TraceCounts, TraceKind
+from litehit.jobs.base import Merged, PartOutput, PartPlan, PartRun, TraceCounts, TraceKind, raise_in_order
 from litehit.replay.chunks import Progress, TraceChunks, resolve_format
 from litehit.replay.plan import ChunkPlan, make_plan
 from litehit.spec import ReplaySpec
@@ -83,8 +82,8 @@ def run_local(
             plan.fmt.value, chunks.lines, chunks.rows, chunks.reads, chunks.blocks, time.perf_counter() - start
         )
         merged = merger.finish(outputs, counts)
-    except PublishError as exc:  # the facts could not be written: the replay failed
-        raise ReplayError(str(exc)) from None
+    except BaseException as exc:  # (a facts file that could not be written fails the replay)
+        raise_in_order(exc, [*runs, merger])
     finally:
         for run in runs:
             run.close()

@@ -108,6 +108,9 @@ class _Profiling:
     def output(self, categories: list[str]) -> PartOutput:
         return PartOutput(self.run.result(categories))
 
+    def settle(self) -> None:
+        self.run.settle()
+
     def close(self) -> None:
         self.run.close()
 

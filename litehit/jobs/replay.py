@@ -165,13 +165,14 @@ class _FactsMerger:
         }
         return Merged(result, stats)
 
+    def settle(self) -> None:
+        """Waits for the chunk being written; raises its failure (the run's, if the run failed
+        later: it is an earlier chunk's)."""
+        self._writing.wait()
+
     def close(self) -> None:
-        try:
-            self._writing.close()
-        except Exception:  # the run failed already (or finish raised it): nothing is published
-            pass
-        finally:
-            self.publisher.__exit__(None, None, None)
+        self._writing.drain()  # before the file it writes to is closed
+        self.publisher.__exit__(None, None, None)
 
 
 def _lane_stats(lane: Any) -> dict[str, int]:

@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from litehit.errors import PublishError, ReplayCancelled, ReplayError
-from litehit.jobs.base import Merged, PartOutput, PartPlan, TraceCounts, TraceKind
+from litehit.errors import ReplayCancelled, ReplayError
+from litehit.jobs.base import Merged, PartOutput, PartPlan, TraceCounts, TraceKind, raise_in_order
 from litehit.replay.staged import (
     atomic_files,
     iter_lane_work,
@@ -119,7 +119,7 @@ def merge_stored(
             manifest.parse_s + time.perf_counter() - start,
         )
         return merger.finish(outputs, counts)
-    except PublishError as exc:
-        raise ReplayError(str(exc)) from None
+    except BaseException as exc:  # (a facts file that could not be written fails the merge)
+        raise_in_order(exc, [merger])
     finally:
         merger.close()

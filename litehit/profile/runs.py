@@ -220,11 +220,12 @@ class ProfileRun:
         )
         return metrics, keys_lifespan
 
+    def settle(self) -> None:
+        """Waits for the chunk being recorded; raises its failure (the run's, if the run failed
+        later: it is an earlier chunk's)."""
+        self._recording.wait()
+
     def close(self) -> None:
-        try:
-            self._recording.close()
-        except Exception:  # the run already failed, or its result was taken: closing frees only
-            pass
-        finally:
-            self.core.close()
-            self.recorder.close()
+        self._recording.drain()  # before the memory it records into is freed
+        self.core.close()
+        self.recorder.close()

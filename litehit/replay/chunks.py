@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -87,22 +88,13 @@ class TraceChunks:
         except OSError:
             bytes_total = 0
         scan = partial(scan_chunk, fmt=self.plan.fmt, trace_block_size=self.plan.trace_block_size)
-        last_ts: list[int | None] = [None]  # of the chunks planned so far
-
-        def planned(parsed: ParsedChunk) -> ChunkPlan:
-            """Plans chunks one at a time, in order (the plan's tables and the timestamp order
-            carry from one chunk to the next), in a thread of its own, a chunk ahead of the caller."""
-            chunk = plan_chunk(self.plan, parsed, last_ts[0])
-            last_ts[0] = chunk.last_timestamp
-            return chunk
-
         try:
             with (
                 open_trace(path) as stream,
                 contextlib.closing(
                     ordered_map(scan, iter_text_chunks(stream, path, self.chunk_bytes), self.spec.workers)
                 ) as scanned,
-                contextlib.closing(ordered_map(planned, scanned, 1, ahead=2)) as chunks,
+                contextlib.closing(self._planned_ahead(scanned)) as chunks,
             ):
                 for chunk in chunks:
                     if self.should_stop is not None and self.should_stop():
@@ -124,3 +116,34 @@ class TraceChunks:
             raise _nothing_loaded(path)
         if self.reads == 0:
             raise ReplayError("trace contains no valid Request/Get events", path=path)
+
+    def _planned_ahead(self, scanned: Iterator[ParsedChunk]) -> Generator[ChunkPlan, None, None]:
+        """The scanned chunks planned in order (the plan's tables and the timestamp order carry
+        from one chunk to the next) in a thread of its own, a chunk ahead of the caller: chunk
+        i + 1 is planned while the caller works on chunk i. This generator pulls the scanned
+        chunks in the caller's thread, and a failure comes in input order: chunk i (its plan's
+        failure, or the chunk) before chunk i + 1's scan failure."""
+        last_ts: list[int | None] = [None]  # of the chunks planned so far
+
+        def planned(parsed: ParsedChunk) -> ChunkPlan:
+            chunk = plan_chunk(self.plan, parsed, last_ts[0])
+            last_ts[0] = chunk.last_timestamp
+            return chunk
+
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="litehit-plan") as pool:
+            pending: Future[ChunkPlan] | None = None
+            while True:
+                try:
+                    parsed = next(scanned)
+                except StopIteration:
+                    break
+                except BaseException:
+                    if pending is not None:  # the chunk before comes first
+                        yield pending.result()
+                    raise
+                ahead = pool.submit(planned, parsed)
+                if pending is not None:
+                    yield pending.result()
+                pending = ahead
+            if pending is not None:
+                yield pending.result()

@@ -113,3 +113,16 @@ class OneBehind:
             if self._pool is not None:
                 self._pool.shutdown(wait=True)
                 self._pool = None
+
+    def drain(self) -> None:
+        """Ends the thread after a failed run: waits for the call in flight, its failure dropped
+        (the run's error was taken already), and goes on waiting through another Ctrl-C (the
+        call may use memory its owner frees next)."""
+        while True:
+            try:
+                self.close()
+                return
+            except KeyboardInterrupt:
+                continue
+            except Exception:
+                return

@@ -16,7 +16,7 @@ from profile_oracle import write_config, write_jsonl
 from test_profile_oracle import SETUPS, standard_trace
 
 from litehit.cli import main
-from litehit.curve import exact_curves
+from litehit.curve import LaneCurves, exact_curves
 from litehit.jobs.replay import run_replay
 from litehit.spec import parse_replay_spec
 
@@ -57,8 +57,29 @@ def test_an_instance_without_requests_has_no_curve(tmp_path: Path) -> None:
     spec = parse_replay_spec(config(trace, tmp_path / "out", instances=[instance("i1"), instance("i2")]))
     result = run_replay(spec)
     assert result.curves is not None
-    assert [c.instance_id for c in result.curves.curves(TARGETS)] == ["i1"]
-    _same_curves(result.facts_path, result.curves)
+    got = result.curves.curves(TARGETS)
+    assert [c.instance_id for c in got] == ["i1"]
+    assert [c.as_dict() for c in got] == [c.as_dict() for c in exact_curves(result.facts_path, TARGETS)]
+
+
+def test_too_many_segments_are_not_kept_and_the_summary_reads_the_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rows = [request(f"r{i}", i + 1, [1, 2, 3 + i % 7, 40 + i % 3], 16) for i in range(60)]
+    trace = write_rows(tmp_path / "t.jsonl", rows)
+    (tmp_path / "out").mkdir()
+    raw = config(trace, tmp_path / "out", instances=[instance("i1")])
+    monkeypatch.setattr(LaneCurves, "MAX_SEGMENTS", 5)
+    result = run_replay(parse_replay_spec(raw))
+    assert result.curves is not None and not result.curves.kept
+    with pytest.raises(ValueError, match="read its facts file"):
+        result.curves.curves()
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(raw))
+    assert main(["replay", str(path), "-o", str(tmp_path / "cli"), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    (want,) = exact_curves(out["facts_path"])
+    assert out["lanes"][0]["plateau"]["hit_tokens"] == want.plateau.hit_tokens > 0
 
 
 def test_a_hybrid_config_summarizes_its_facts_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
