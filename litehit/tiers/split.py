@@ -128,18 +128,28 @@ def _step_sums(
     return sums[0], sums[1], sums[2], alone
 
 
+def _rows_of(
+    lane: LaneFacts, lo: int, hi: int
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Requests lo..hi of a lane as the C projectors take them: their segments, segment offsets
+    (from 0), block sizes and block bytes."""
+    seg_lo, seg_hi = int(lane.seg_offsets[lo]), int(lane.seg_offsets[hi])
+    return (
+        lane.segs[seg_lo:seg_hi],
+        lane.seg_offsets[lo : hi + 1] - seg_lo,
+        lane.block_size[lo:hi],
+        lane.block_bytes[lo:hi],
+    )
+
+
 def served_blocks(lane: LaneFacts, configs: Sequence[Config], mode: TierMode, rows: slice) -> npt.NDArray[np.uint64]:
     """(rows, configurations, tiers): the hit blocks served by tiers 1..i of each request."""
     if lane.hybrid:
         return _step_served(lane, configs, mode, rows.start, min(rows.stop, lane.requests)).astype(np.uint64)
     values, kinds = _tier_arrays(configs)
     lo, hi = rows.start, min(rows.stop, lane.requests)
-    seg_lo, seg_hi = int(lane.seg_offsets[lo]), int(lane.seg_offsets[hi])
     return project_tiers(
-        lane.segs[seg_lo:seg_hi],
-        lane.seg_offsets[lo : hi + 1] - seg_lo,
-        lane.block_size[lo:hi],
-        lane.block_bytes[lo:hi],
+        *_rows_of(lane, lo, hi),
         values,
         kinds,
         len(configs[0]),
@@ -191,15 +201,11 @@ def split_lane(
     step = max(64, STEP_NUMBERS // (n_cfg * n_tiers)) if prefill is not None or lane.hybrid else max(n, 1)
     for lo in range(0, n, step):
         hi = min(lo + step, n)
-        seg_lo, seg_hi = int(lane.seg_offsets[lo]), int(lane.seg_offsets[hi])
         blocks, tokens, loaded, tier_hits = (
             _step_sums(lane, configs, mode, lo, hi, cats, n_cat)
             if lane.hybrid
             else tiers_sums(
-                lane.segs[seg_lo:seg_hi],
-                lane.seg_offsets[lo : hi + 1] - seg_lo,
-                lane.block_size[lo:hi],
-                lane.block_bytes[lo:hi],
+                *_rows_of(lane, lo, hi),
                 values,
                 kinds,
                 n_tiers,
