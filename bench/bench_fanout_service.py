@@ -16,20 +16,12 @@ from __future__ import annotations
 
 import argparse
 import copy
-import socket
 import time
 from typing import Any
 
 import httpx
-from bench_service import CONFIG, local_stack
+from bench_service import CONFIG, free_port, local_stack
 from kvtrace import generate, iter_mooncake_lines
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def two_lanes() -> dict[str, Any]:

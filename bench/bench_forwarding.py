@@ -24,7 +24,6 @@ import asyncio
 import json
 import multiprocessing
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -34,15 +33,10 @@ from pathlib import Path
 
 import httpx
 import numpy as np
+from bench_service import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def wait_healthy(url: str, seconds: float = 60.0) -> None:

@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
+from bench_service import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 GROUP = {"name": "bench", "capacity_gb": [1, 4, 16, 64], "ttl_seconds": 0, "enable_theoretical_max_cache": True}
@@ -90,12 +91,12 @@ def post(conn: http.client.HTTPConnection, path: str, body: bytes) -> bytes:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--url", help="an online owner (or the public API with --via-api); default: start one")
-    parser.add_argument("--port", type=int, default=8799)
+    parser.add_argument("--port", type=int, default=0, help="of the owner started here (default: a free one)")
     parser.add_argument("--batch", type=int, default=1000, help="requests per batch call")
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--blocks", type=int, default=100)
     args = parser.parse_args()
-    owner = contextlib.nullcontext(args.url) if args.url else local_owner(args.port)
+    owner = contextlib.nullcontext(args.url) if args.url else local_owner(args.port or free_port())
     with owner as url:
         host, port = url.removeprefix("http://").split(":")
         conn = http.client.HTTPConnection(host, int(port), timeout=60)

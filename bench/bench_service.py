@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import os
 import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -46,9 +47,19 @@ CONFIG = {
 }
 
 
+def free_port() -> int:
+    """A port no one listens on now (a developer may be running a stack on the usual ones)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
 @contextlib.contextmanager
-def local_stack(port: int, api_workers: int = 2, worker_concurrency: int = 2) -> Iterator[str]:
+def local_stack(port: int = 0, api_workers: int = 2, worker_concurrency: int = 2) -> Iterator[str]:
+    """A local API and worker on `port` (0: a free one); yields the API's URL."""
     import psycopg
+
+    port = port or free_port()
 
     db = "litehit_bench"
     with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True) as admin:
@@ -181,7 +192,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--url", default="http://127.0.0.1:8000")
     parser.add_argument("--start-local", action="store_true")
-    parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument("--port", type=int, default=0, help="of --start-local's API (default: a free one)")
     parser.add_argument("--api-workers", type=int, default=2, help="uvicorn processes of --start-local (compose: 2)")
     parser.add_argument("--jobs", type=int, default=10)
     parser.add_argument("--rate", type=float, default=200)

@@ -37,7 +37,7 @@ def run_sweep(url: str, trace: bytes) -> tuple[float, int]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--accesses", type=int, default=3_000_000)
-    parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument("--port", type=int, default=0, help="of the local API (default: a free one)")
     args = parser.parse_args()
     trace = "".join(iter_mooncake_lines(generate(args.accesses))).encode()
     print(

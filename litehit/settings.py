@@ -3,21 +3,35 @@
 Every variable is documented in .env.example. With nothing set, LiteHit runs embedded: a SQLite
 file and the storage root under ~/.litehit, no servers needed (the CLI). The HTTP service needs
 a broker (Redis) and usually PostgreSQL.
+
+The rules are pydantic-settings' for a BaseSettings with env_prefix LITEHIT_, env_file .env,
+env_ignore_empty and extra "ignore" (tests/litehit/test_settings_env.py holds the two side by
+side): keyword arguments over variables, variables over the .env file of the working directory
+(read by python-dotenv, as pydantic-settings reads it), names in any case, empty values ignored,
+every value validated by the fields below. They are written out here, not imported: importing
+pydantic-settings cost 0.25 s of every CLI command that records its run (asyncio, ssl and its
+other sources).
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
-from pydantic import Field, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-__all__ = ["Settings", "get_settings"]
+__all__ = ["ENV_PREFIX", "Settings", "get_settings"]
+
+ENV_PREFIX = "LITEHIT_"
+ENV_FILE = ".env"
 
 
-class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="LITEHIT_", env_file=".env", env_ignore_empty=True, extra="ignore")
+class _Fields(BaseModel):
+    # BaseSettings' model defaults, so validation is the same on both paths
+    model_config = ConfigDict(extra="ignore", validate_default=True, arbitrary_types_allowed=True)
 
     home: Path = Field(default=Path.home() / ".litehit", description="base for the embedded defaults")
     storage_root: Path | None = Field(default=None, description="shared storage: uploads and job outputs")
@@ -129,6 +143,40 @@ class Settings(BaseSettings):
     @property
     def db_url(self) -> str:
         return self.database_url or f"sqlite:///{(self.home / 'litehit.db').resolve()}"
+
+
+def _environment() -> dict[str, Any]:
+    """The values the .env file and the variables set, the variables winning (validated later,
+    under the keyword arguments)."""
+    values = _prefixed(_env_file())
+    values.update(_prefixed(os.environ))
+    return values
+
+
+def _env_file() -> Mapping[str, str | None]:
+    path = Path(ENV_FILE)
+    if not (path.is_file() or path.is_fifo()):
+        return {}
+    from dotenv import dotenv_values
+
+    return dotenv_values(path, encoding="utf-8")
+
+
+def _prefixed(variables: Mapping[str, str | None]) -> dict[str, str]:
+    """The fields `variables` set: names in any case (the last of a name's spellings counts),
+    empty values dropped first; a name without a value (a .env line without "=") sets nothing."""
+    named = {name.lower(): value for name, value in variables.items() if value != ""}
+    prefix = ENV_PREFIX.lower()
+    found = ((field, named.get(prefix + field)) for field in _Fields.model_fields)
+    return {field: value for field, value in found if value is not None}
+
+
+class Settings(_Fields):
+    """The configuration: keyword arguments, else the environment (module docstring), else the
+    defaults."""
+
+    def __init__(self, **values: Any) -> None:
+        super().__init__(**{**_environment(), **values})
 
 
 @lru_cache(maxsize=1)

@@ -22,7 +22,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -59,10 +59,35 @@ def ensure_schema(url: str) -> None:
         raise RuntimeError(f"the database is at revision {current}, not {SCHEMA_HEAD}: run `litehit migrate`")
     from litehit.db.migrate import upgrade  # Alembic is imported only when a migration runs
 
-    upgrade(url)
+    with _migrating(url):  # commands started together on a new home: one migrates, the rest wait
+        if current_revision(url) != SCHEMA_HEAD:
+            upgrade(url)
     reached = current_revision(url)
     if reached != SCHEMA_HEAD:  # e.g. an install without its migrations
         raise RuntimeError(f"migrating the database ended at revision {reached}, not {SCHEMA_HEAD}")
+
+
+@contextlib.contextmanager
+def _migrating(url: str) -> Iterator[None]:
+    """Holds an exclusive lock beside an SQLite database file while it is migrated, so two
+    processes never create the same tables (the second failed with 'table ... already exists')."""
+    from litehit.db.session import ensure_sqlite_dir
+
+    path = url.removeprefix("sqlite:///") if url.startswith("sqlite:///") else ""
+    try:
+        import fcntl
+    except ImportError:  # no POSIX locks: migrate unguarded
+        fcntl = None  # type: ignore[assignment]
+    if not path or fcntl is None:  # an in-memory database is this process's own
+        yield
+        return
+    ensure_sqlite_dir(url)
+    lock = os.open(path + ".migrate.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(lock)  # (closing releases the lock)
 
 
 def _lock_path() -> Path:

@@ -118,3 +118,27 @@ def test_a_postgresql_database_filled_at_0007_upgrades_and_downgrades() -> None:
         engine.dispose()
     finally:
         drop_database(name)
+
+
+def test_commands_started_together_on_a_new_home_migrate_it_once(tmp_path: Path) -> None:
+    """Several recording children first meeting a new embedded database: one migrates it, the
+    others wait for it (without the lock, all but one failed with 'table ... already exists')."""
+    import subprocess
+    import sys
+
+    from litehit.db.migrate import SCHEMA_HEAD, current_revision
+
+    url = f"sqlite:///{tmp_path / 'home' / 'litehit.db'}"
+    go = tmp_path / "go"
+    code = (
+        "import os, sys, time\n"
+        "from litehit.jobs.records import ensure_schema\n"
+        "import alembic.command, litehit.db.migrate  # (imported before the start: a closer race)\n"
+        f"while not os.path.exists({str(go)!r}): time.sleep(0.001)\n"
+        f"ensure_schema({url!r})\n"
+    )
+    children = [subprocess.Popen([sys.executable, "-c", code], stderr=subprocess.PIPE, text=True) for _ in range(4)]
+    go.touch()
+    errors = [child.communicate(timeout=120)[1] for child in children]
+    assert [child.returncode for child in children] == [0] * 4, errors
+    assert current_revision(url) == SCHEMA_HEAD
