@@ -97,3 +97,16 @@ def test_an_unlisted_package_folder_is_found(tmp_path: Path) -> None:
         (tmp_path / folder).mkdir(parents=True)
         (tmp_path / folder / "__init__.py").write_text("")
     assert package_folders(tmp_path) == {"litehit", "litehit/new", "migrations"}
+
+
+def test_the_installed_version_is_the_one_the_package_states() -> None:
+    """`litehit --version` and the report print litehit.__version__ without importlib.metadata;
+    pyproject.toml's dynamic version reads the same attribute, so an install cannot disagree."""
+    from importlib.metadata import version
+
+    import litehit
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert "version" not in project["project"] and project["project"]["dynamic"] == ["version"]
+    assert project["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "litehit.__version__"}
+    assert litehit.package_version() == litehit.__version__ == version("litehit")
