@@ -42,6 +42,16 @@ class FactsChunk:
     def rows(self) -> int:
         return int(self.table.n_rows)
 
+    @property
+    def lines(self) -> int:
+        """Lines consumed: those of the rows read, and the empty lines."""
+        return int(self.table.lines)
+
+    @property
+    def consumed(self) -> int:
+        """Bytes of the data consumed (all of it, unless a bad row or an open row ended the parse)."""
+        return int(self.table.consumed)
+
     def instance_names(self) -> list[bytes]:
         t = self._check()
         n = int(t.n_instances)
@@ -49,6 +59,16 @@ class FactsChunk:
             return []
         offs = copied(t.instance_offsets, n + 1, np.int64)
         raw = bytes(ffi.buffer(t.instance_names, int(offs[-1]))) if offs[-1] else b""
+        return [raw[offs[i] : offs[i + 1]] for i in range(n)]
+
+    def trace_ids(self) -> list[bytes]:
+        """Each row's trace_id (raw bytes, unescaped)."""
+        t = self._check()
+        n = int(t.n_rows)
+        if n == 0:
+            return []
+        offs = copied(t.id_offsets, n + 1, np.int64)
+        raw = bytes(ffi.buffer(t.ids, int(offs[-1]))) if offs[-1] else b""
         return [raw[offs[i] : offs[i + 1]] for i in range(n)]
 
     def column(self, name: str) -> Any:
@@ -132,8 +152,10 @@ class FactsReader:
     def close(self) -> None:
         self._finalizer()
 
-    def parse(self, data: bytes, first_line: int, *, extended: bool) -> FactsChunk:
-        """Parses whole lines; a bad row ends the chunk (see FactsChunk.error_line / error)."""
+    def parse(self, data: bytes, first_line: int, *, extended: bool, more: bool = False) -> FactsChunk:
+        """Parses whole lines; a bad row ends the chunk (see FactsChunk.error_line / error).
+        more: text follows data, so a row whose quoted field is still open at its end is left
+        unparsed (FactsChunk.consumed stops before it)."""
         if not self._finalizer.alive:
             raise ValueError("operation on a closed FactsReader")
         self.generation += 1
@@ -141,7 +163,15 @@ class FactsReader:
         table = ffi.new("lh_facts_table *")
         err = new_error_buffer()
         status = lib.lh_facts_parse(
-            self._ptr, ffi.from_buffer(data), len(data), first_line, int(extended), table, err, lib.LH_ERR_LEN
+            self._ptr,
+            ffi.from_buffer(data),
+            len(data),
+            first_line,
+            int(extended),
+            int(more),
+            table,
+            err,
+            lib.LH_ERR_LEN,
         )
         message = parse_error_message(status, err)
         return FactsChunk(self, table, self.generation, int(table.error_line), message)

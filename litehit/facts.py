@@ -16,12 +16,22 @@ import numpy.typing as npt
 
 from core_c.query import FactsChunk, FactsReader
 from litehit.errors import FactsError, TraceError
-from litehit.traces.source import CHUNK_BYTES, LFS_HINT, LFS_POINTER, READ_ERRORS, iter_text_chunks, open_trace
+from litehit.traces.source import (
+    CHUNK_BYTES,
+    LFS_HINT,
+    LFS_POINTER,
+    READ_ERRORS,
+    TextChunk,
+    iter_text_chunks,
+    open_trace,
+)
 
 __all__ = ["EXTENDED_HEADER", "FACTS_HEADER", "FactsStream", "InstanceIndex"]
 
 FACTS_HEADER = b"trace_id,instance_id,timestamp_ns,input_token_len,block_size_tokens,block_bytes,hit_curve\n"
 EXTENDED_HEADER = FACTS_HEADER[:-1] + b",complete_blocks,cut_reason\n"
+OPEN_ROW_LIMIT = 64 << 20
+"""The longest row a quoted field may make by running over chunks (a longer one is an error)."""
 
 
 @dataclass
@@ -93,18 +103,42 @@ class FactsStream:
                 else:
                     raise FactsError(self.path, 1, "facts file header mismatch")
                 try:
-                    for text in iter_text_chunks(stream, self.path, self.chunk_bytes):
-                        chunk = reader.parse(text.data, text.first_line + 1, extended=self.extended)
-                        if chunk.error_line:
-                            raise FactsError(self.path, chunk.error_line, chunk.error)
-                        if not self.byte_steps:
-                            self._refuse_byte_steps(chunk)
-                        self.rows += chunk.rows
-                        yield chunk, self.instances.map_chunk(chunk)
+                    yield from self._chunks(reader, iter_text_chunks(stream, self.path, self.chunk_bytes))
                 except TraceError as exc:
                     raise FactsError(self.path, 0, f"I/O error while reading facts file: {exc.message}") from None
         finally:
             reader.close()
+
+    def _chunks(
+        self, reader: FactsReader, texts: Iterator[TextChunk]
+    ) -> Iterator[tuple[FactsChunk, npt.NDArray[np.int32]]]:
+        """The rows of the text chunks (whole lines). A quoted field may hold a line break, so
+        a row may run past the end of a chunk: its text then waits for the next one (a chunk
+        ahead is read to know whether one follows). A read failure comes after the rows before it."""
+        rest, rest_line = b"", 0  # an open row left by the previous chunk, and its line
+        failure: TraceError | None = None
+        text = next(texts, None)
+        while text is not None:
+            try:
+                following = next(texts, None)
+            except TraceError as exc:
+                failure, following = exc, None
+            data, first_line = (rest + text.data, rest_line) if rest else (text.data, text.first_line)
+            chunk = reader.parse(data, first_line + 1, extended=self.extended, more=following is not None)
+            if chunk.error_line:
+                raise FactsError(self.path, chunk.error_line, chunk.error)
+            if chunk.consumed == 0 and len(data) > OPEN_ROW_LIMIT:
+                raise FactsError(
+                    self.path, first_line + 1, f"a quoted field runs on over {OPEN_ROW_LIMIT >> 20} MiB (unterminated?)"
+                )
+            if not self.byte_steps:
+                self._refuse_byte_steps(chunk)
+            self.rows += chunk.rows
+            rest, rest_line = data[chunk.consumed :], first_line + chunk.lines
+            yield chunk, self.instances.map_chunk(chunk)
+            text = following
+        if failure is not None:
+            raise failure
 
     def _refuse_byte_steps(self, chunk: FactsChunk) -> None:
         steps = np.flatnonzero(chunk.column("step"))

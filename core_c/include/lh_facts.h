@@ -74,7 +74,8 @@ typedef struct lh_facts_table {
   const int64_t *blocks; /* extended facts: complete blocks of the request */
   const uint8_t *cut;    /* extended facts: LH_CUT_* */
   int64_t error_line;    /* line of the first bad row, 0 if none */
-  size_t lines;          /* lines consumed */
+  size_t lines;          /* lines consumed: the rows' (a bad row's too) and the empty ones */
+  size_t consumed;       /* bytes of buf consumed: all, or up to the bad row or the open row (more) */
 } lh_facts_table;
 
 /* Creates a reader (owns growable column buffers): LH_OK and *out, or LH_ENOMEM. Release it
@@ -85,11 +86,14 @@ int lh_facts_reader_create(lh_facts_reader **out, char *err, size_t errlen);
 void lh_facts_reader_destroy(lh_facts_reader *reader);
 
 /* Parses whole lines buf[0..len) (no header), first line numbered first_line. extended != 0
- * expects the two extra columns. Empty lines are skipped; a trailing CR is ignored. Returns
- * LH_OK, or LH_EPARSE with table->error_line and the reason in err (rows before it are valid),
- * or LH_ENOMEM. table (caller-owned) is filled in every case; the ids and names it points to
- * are copies, buf need not outlive the call. */
-int lh_facts_parse(lh_facts_reader *reader, const char *buf, size_t len, int64_t first_line, int extended,
+ * expects the two extra columns. Empty lines are skipped; a trailing CR is ignored; a quoted
+ * field may hold line breaks, so a row may span lines (its line is the first). more != 0: the
+ * text goes on after buf, so a row whose quoted field is still open at the end of buf is not a
+ * row yet: parsing stops before it, and table->consumed says where it starts (the caller parses
+ * it again with the text that follows). Returns LH_OK, or LH_EPARSE with table->error_line and
+ * the reason in err (rows before it are valid), or LH_ENOMEM. table (caller-owned) is filled in
+ * every case; the ids and names it points to are copies, buf need not outlive the call. */
+int lh_facts_parse(lh_facts_reader *reader, const char *buf, size_t len, int64_t first_line, int extended, int more,
                    lh_facts_table *table, char *err, size_t errlen);
 
 #endif

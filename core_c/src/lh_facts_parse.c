@@ -54,23 +54,50 @@ typedef struct row_ctx {
 
 #define FAIL(ctx, ...) (snprintf((ctx)->msg, sizeof(ctx)->msg, __VA_ARGS__), -1)
 
-/* Splits a line into fields honouring double quotes. Quoted fields are unescaped into
- * r->field (spans then point there). Returns the field count, or -1 with ctx->msg. */
-static int split(lh_facts_reader *r, const char *p, const char *end, span *fields, int max, row_ctx *ctx) {
-  r->field.len = 0;
-  if (lh_vec_reserve(&r->field, (size_t)(end - p), 1)) return FAIL(ctx, "out of memory");
+/* The text of one row: its current line (a quoted field may run on to the next ones). */
+typedef struct row_text {
+  const char *end;     /* the end of the current line, a CR before its line break excluded */
+  const char *next;    /* where the line after it starts (buf_end when none does) */
+  const char *buf_end; /* the end of the buffer */
+  int more;            /* more text follows buf_end (a row open there continues in it) */
+  int64_t breaks;      /* line breaks inside quoted fields of the row so far */
+} row_text;
+
+#define ROW_OPEN (-2) /* a quoted field is still open where the buffer ends */
+
+static void line_at(row_text *t, const char *start) {
+  const char *nl = memchr(start, '\n', (size_t)(t->buf_end - start));
+  t->next = nl ? nl + 1 : t->buf_end;
+  t->end = nl ? nl : t->buf_end;
+  if (t->end > start && t->end[-1] == '\r') t->end--;
+}
+
+/* Splits the row starting at p into fields honouring double quotes: "" inside quotes is a quote,
+ * and a quoted field may hold line breaks (the writer quotes a field holding CR or LF), so the
+ * row then spans several lines of t. Quoted fields are unescaped into r->field (spans then point
+ * there). Returns the field count; -1 with ctx->msg; ROW_OPEN when a quoted field is open at the
+ * end of the buffer and t->more (without more text that is an unterminated quoted field). */
+static int split(lh_facts_reader *r, const char *p, row_text *t, span *fields, int max, row_ctx *ctx) {
+  r->field.len = 0; /* room for the rest of the buffer: spans into it stay valid */
+  if (lh_vec_reserve(&r->field, (size_t)(t->buf_end - p), 1)) return FAIL(ctx, "out of memory");
   char *scratch = LH_VEC_AT(r->field, char);
   int n = 0;
   for (;;) {
     span f = {p, 0, 0};
-    if (p < end && *p == '"') {
+    if (p < t->end && *p == '"') {
       f.quoted = 1;
       f.p = scratch + r->field.len;
       p++;
       for (;;) {
-        if (p >= end) return FAIL(ctx, "unterminated quoted field");
+        if (p >= t->end) {
+          if (t->next == t->buf_end) return t->more ? ROW_OPEN : FAIL(ctx, "unterminated quoted field");
+          while (p < t->next) scratch[r->field.len++] = *p++; /* the line break (CR LF or LF) */
+          line_at(t, p);
+          t->breaks++;
+          continue;
+        }
         if (*p == '"') {
-          if (p + 1 < end && p[1] == '"') {
+          if (p + 1 < t->end && p[1] == '"') {
             scratch[r->field.len++] = '"';
             p += 2;
             continue;
@@ -81,9 +108,9 @@ static int split(lh_facts_reader *r, const char *p, const char *end, span *field
         scratch[r->field.len++] = *p++;
       }
       f.n = (size_t)(scratch + r->field.len - f.p);
-      if (p < end && *p != ',') return FAIL(ctx, "unexpected character after a quoted field");
+      if (p < t->end && *p != ',') return FAIL(ctx, "unexpected character after a quoted field");
     } else {
-      while (p < end && *p != ',') {
+      while (p < t->end && *p != ',') {
         if (*p == '"') return FAIL(ctx, "unexpected quote inside an unquoted field");
         p++;
       }
@@ -91,7 +118,7 @@ static int split(lh_facts_reader *r, const char *p, const char *end, span *field
     }
     if (n < max) fields[n] = f;
     n++;
-    if (p >= end) break;
+    if (p >= t->end) break;
     p++; /* the comma */
   }
   return n;
@@ -183,11 +210,11 @@ static int parse_curve(lh_facts_reader *r, const span *f, int steps, row_ctx *ct
   }
 }
 
-static int parse_row(lh_facts_reader *r, const char *p, const char *end, int64_t line, int extended, row_ctx *ctx) {
+static int parse_row(lh_facts_reader *r, const char *p, row_text *t, int64_t line, int extended, row_ctx *ctx) {
   span f[MAX_FIELDS];
   int want = extended ? 9 : 7;
-  int n = split(r, p, end, f, MAX_FIELDS, ctx);
-  if (n < 0) return -1;
+  int n = split(r, p, t, f, MAX_FIELDS, ctx);
+  if (n < 0) return n;
   if (n != want) return FAIL(ctx, "expected %d fields, got %d", want, n);
   int64_t ts, len, bs, bb, blocks = 0;
   if (parse_int_field(&f[2], "timestamp_ns", 0, &ts, ctx) || parse_int_field(&f[3], "input_token_len", 1, &len, ctx) ||
@@ -295,8 +322,8 @@ static void fill_table(lh_facts_reader *r, lh_facts_table *t) {
   t->step = LH_VEC_AT(r->step, uint8_t);
 }
 
-int lh_facts_parse(lh_facts_reader *r, const char *buf, size_t len, int64_t first_line, int extended, lh_facts_table *t,
-                   char *err, size_t errlen) {
+int lh_facts_parse(lh_facts_reader *r, const char *buf, size_t len, int64_t first_line, int extended, int more,
+                   lh_facts_table *t, char *err, size_t errlen) {
   memset(t, 0, sizeof *t);
   if (lh_vec_reserve(&r->id_off, 1, 8) || lh_vec_reserve(&r->seg_off, 1, 8) ||
       lh_vec_reserve(&r->instances.offsets, 1, 8)) {
@@ -311,20 +338,30 @@ int lh_facts_parse(lh_facts_reader *r, const char *buf, size_t len, int64_t firs
   row_ctx ctx;
   const char *p = buf, *end = buf + len;
   int status = LH_OK;
-  for (int64_t line = first_line; p < end; line++) {
-    const char *start = p, *line_end = lh_take_line(&p, end);
-    t->lines++;
-    if (line_end > start && line_end[-1] == '\r') line_end--;
-    if (line_end == start) continue; /* empty */
-    size_t segs_before = r->segs.len;
-    if (parse_row(r, start, line_end, line, extended, &ctx)) {
-      r->segs.len = segs_before;
-      t->error_line = line;
-      status = strcmp(ctx.msg, "out of memory") == 0 ? lh_fail(err, errlen, LH_ENOMEM, "out of memory reading facts")
-                                                     : lh_fail(err, errlen, LH_EPARSE, "%s", ctx.msg);
-      break;
-    }
+  for (int64_t line = first_line; p < end;) {
+    row_text text = {NULL, NULL, end, more, 0};
+    line_at(&text, p);
+    if (text.end > p) {
+      size_t segs_before = r->segs.len;
+      int rc = parse_row(r, p, &text, line, extended, &ctx);
+      if (rc == ROW_OPEN) {
+        r->segs.len = segs_before;
+        break; /* the row and what follows are the rest (t->consumed) */
+      }
+      if (rc) {
+        r->segs.len = segs_before;
+        t->error_line = line;
+        t->lines += (size_t)(1 + text.breaks);
+        status = strcmp(ctx.msg, "out of memory") == 0 ? lh_fail(err, errlen, LH_ENOMEM, "out of memory reading facts")
+                                                       : lh_fail(err, errlen, LH_EPARSE, "%s", ctx.msg);
+        break;
+      }
+    } /* (else an empty line) */
+    line += 1 + text.breaks;
+    t->lines += (size_t)(1 + text.breaks);
+    p = text.next;
   }
+  t->consumed = (size_t)(p - buf);
   fill_table(r, t);
   return status;
 }

@@ -176,6 +176,72 @@ def test_facts_rows_round_trip_with_quotes(tmp_path: Path) -> None:
     assert second["hit_blocks"] == [1]
 
 
+NEWLINE_IDS = ["with\nnewline", "crlf\r\ninside", '"quoted"\n\n', "a,b", "plain", "ends\n", "\n"]
+
+
+@pytest.mark.parametrize("chunk_bytes", [1, 5, 64, 1 << 20])
+def test_ids_with_line_breaks_round_trip_across_every_chunk_cut(tmp_path: Path, chunk_bytes: int) -> None:
+    """The writer quotes a trace_id or instance_id holding CR or LF, so a row may span lines; the
+    reader gives back the same ids, rows and first lines as Python's csv module (the reference),
+    wherever a chunk ends (inside a quoted field too)."""
+    import csv
+
+    from litehit.facts import FactsStream
+
+    lanes = ["lane\n1", "lane2"]
+    rows = [request(tid, 1000 + i, [1, i], 8, inst=lanes[i % 2]) for i, tid in enumerate(NEWLINE_IDS * 3)]
+    trace = write_rows(tmp_path / "t.jsonl", rows)
+    run_replay(parse_replay_spec(config(trace, tmp_path, instances=[instance(name) for name in lanes])))
+    facts = tmp_path / "litehit_facts.csv"
+    with facts.open(newline="") as f:
+        reader = csv.reader(f)
+        next(reader)
+        expected = []
+        while True:
+            line = reader.line_num + 1  # where the next row starts
+            row = next(reader, None)
+            if row is None:
+                break
+            expected.append((row[0], row[1], line))
+    assert [e[0] for e in expected] == [r["trace_id"] for r in rows]
+    stream = FactsStream(facts, chunk_bytes=chunk_bytes)
+    got = []
+    for chunk, groups in stream:
+        names = [stream.instances.names[g].decode() for g in groups]
+        for tid, name, line in zip(chunk.trace_ids(), names, chunk.column("line"), strict=True):
+            got.append((tid.decode(), name, int(line)))
+    assert got == expected
+    out = io.BytesIO()
+    query_facts(facts, parse_capacities(["1"]), out)
+    assert [json.loads(x)["trace_id"] for x in out.getvalue().splitlines()[: len(rows)]] == [
+        r["trace_id"] for r in rows
+    ]
+
+
+def test_a_quoted_field_open_to_the_end_is_unterminated_at_its_first_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import litehit.facts
+
+    facts = tmp_path / "facts.csv"
+    ok = 'ok,i,1,8,4,4,"[]"\n'
+    facts.write_text(f'{FACTS_HEADER}\n{ok}"open\nid,i,1,8,4,4,"[]"\n' + ok * 3)
+    with pytest.raises(FactsError) as info:  # the quote closes at the next quote: a bad row
+        query_facts(facts, parse_capacities(["1"]), io.BytesIO())
+    assert (info.value.line, info.value.message) == (3, "unexpected character after a quoted field")
+    facts.write_text(f'{FACTS_HEADER}\n{ok}"open\n' + "x\n" * 10)
+    for chunk_bytes in (4, 1 << 20):
+        with pytest.raises(FactsError) as info:
+            for _ in litehit.facts.FactsStream(facts, chunk_bytes=chunk_bytes):
+                pass
+        assert (info.value.line, info.value.message) == (3, "unterminated quoted field")
+    monkeypatch.setattr(litehit.facts, "OPEN_ROW_LIMIT", 8)  # a row may not run on without end
+    with pytest.raises(FactsError) as info:
+        for _ in litehit.facts.FactsStream(facts, chunk_bytes=4):
+            pass
+    assert info.value.line == 3 and "runs on over" in info.value.message
+
+
 def test_crlf_and_blank_lines_are_tolerated(tmp_path: Path) -> None:
     lines = run_query(
         tmp_path, WORKED.replace("\n", "\r\n").replace(FACTS_HEADER + "\r\n", FACTS_HEADER + "\n") + "\r\n", ["-1"]
