@@ -9,8 +9,8 @@ env_ignore_empty and extra "ignore" (tests/litehit/test_settings_env.py holds th
 side): keyword arguments over variables, variables over the .env file of the working directory
 (read by python-dotenv, as pydantic-settings reads it), names in any case, empty values ignored,
 every value validated by the fields below. They are written out here, not imported: importing
-pydantic-settings cost 0.25 s of every CLI command that records its run (asyncio, ssl and its
-other sources).
+pydantic-settings (asyncio, ssl and its other sources) cost 0.10-0.15 s of a `litehit replay`'s
+start-up (README, "Performance").
 """
 
 from __future__ import annotations

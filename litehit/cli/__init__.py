@@ -79,10 +79,6 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser(argv)
     args = parser.parse_args(argv)
     args.detach_records = argv is None  # the `litehit` process itself records in a child
-    if argv is None:  # the `litehit` process itself: numpy is not imported yet
-        # LiteHit makes no BLAS call; OpenBLAS's thread pool, started when numpy loads, costs
-        # 0.09 s of start-up and spins a core during a replay (bench/bench_speed.py, README).
-        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     spooled: str | None = None
     try:
         with spooled_stdin(args) as spooled:
