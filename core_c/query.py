@@ -54,22 +54,12 @@ class FactsChunk:
 
     def instance_names(self) -> list[bytes]:
         t = self._check()
-        n = int(t.n_instances)
-        if n == 0:
-            return []
-        offs = copied(t.instance_offsets, n + 1, np.int64)
-        raw = bytes(ffi.buffer(t.instance_names, int(offs[-1]))) if offs[-1] else b""
-        return [raw[offs[i] : offs[i + 1]] for i in range(n)]
+        return _strings(t.instance_offsets, t.instance_names, int(t.n_instances))
 
     def trace_ids(self) -> list[bytes]:
         """Each row's trace_id (raw bytes, unescaped)."""
         t = self._check()
-        n = int(t.n_rows)
-        if n == 0:
-            return []
-        offs = copied(t.id_offsets, n + 1, np.int64)
-        raw = bytes(ffi.buffer(t.ids, int(offs[-1]))) if offs[-1] else b""
-        return [raw[offs[i] : offs[i + 1]] for i in range(n)]
+        return _strings(t.id_offsets, t.ids, int(t.n_rows))
 
     def column(self, name: str) -> Any:
         """A copy of one column: instance, timestamp, input_len, block_size, block_bytes, blocks,
@@ -128,6 +118,15 @@ class FactsChunk:
             raise_for_status(status, err)
             row = int(done[0])
             sink(memoryview(buf)[: written[0]])
+
+
+def _strings(offsets: Any, data: Any, n: int) -> list[bytes]:
+    """The n byte strings data[offsets[i]:offsets[i + 1]] of a table's packed column."""
+    if n == 0:
+        return []
+    offs = copied(offsets, n + 1, np.int64)
+    raw = bytes(ffi.buffer(data, int(offs[-1]))) if offs[-1] else b""
+    return [raw[offs[i] : offs[i + 1]] for i in range(n)]
 
 
 class FactsReader:

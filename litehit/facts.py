@@ -124,7 +124,8 @@ class FactsStream:
             except TraceError as exc:
                 failure, following = exc, None
             data, first_line = (rest + text.data, rest_line) if rest else (text.data, text.first_line)
-            chunk = reader.parse(data, first_line + 1, extended=self.extended, more=following is not None)
+            more = following is not None or failure is not None  # (after a read failure: that failure)
+            chunk = reader.parse(data, first_line + 1, extended=self.extended, more=more)
             if chunk.error_line:
                 raise FactsError(self.path, chunk.error_line, chunk.error)
             if chunk.consumed == 0 and len(data) > OPEN_ROW_LIMIT:

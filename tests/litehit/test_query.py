@@ -242,6 +242,28 @@ def test_a_quoted_field_open_to_the_end_is_unterminated_at_its_first_line(
     assert info.value.line == 3 and "runs on over" in info.value.message
 
 
+def test_a_read_failure_inside_a_quoted_field_is_the_read_failure(tmp_path: Path) -> None:
+    """A truncated compressed file that ends inside a row's quoted line break fails as the read
+    it is, not as an unterminated field (the row is open: the text that would close it is lost)."""
+    import gzip
+
+    from litehit.facts import FactsStream
+
+    # 6 MB of rows that are nearly all line breaks inside quotes: the text read before the
+    # failing read (the reader decompresses 1 MiB at a time) ends inside a quoted field
+    rows = "".join(f'"id {i}' + "x\n" * 1000 + f'",i,{i},8,4,4,"[]"\n' for i in range(3000))
+    whole = gzip.compress((FACTS_HEADER + "\n" + rows).encode())
+    facts = tmp_path / "facts.csv.gz"
+    messages = set()
+    for cut in range(len(whole) // 4, len(whole) - 8, len(whole) // 6):
+        facts.write_bytes(whole[:cut])
+        with pytest.raises(FactsError) as info:
+            for _ in FactsStream(facts, chunk_bytes=512):
+                pass
+        messages.add(info.value.message.split(":")[0])
+    assert messages == {"I/O error while reading facts file"}
+
+
 def test_crlf_and_blank_lines_are_tolerated(tmp_path: Path) -> None:
     lines = run_query(
         tmp_path, WORKED.replace("\n", "\r\n").replace(FACTS_HEADER + "\r\n", FACTS_HEADER + "\n") + "\r\n", ["-1"]
