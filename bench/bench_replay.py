@@ -24,15 +24,25 @@ from kvtrace import generate, iter_mooncake_lines
 
 
 def ensure_trace(blocks: int, cache_dir: Path) -> Path:
+    """The cached trace of `blocks` blocks, written first when missing. It is generated in a child
+    process: on Linux a child's peak RSS (wait4's ru_maxrss) starts from its parent's peak at the
+    exec, so a bench that held the generated trace would inflate every figure it measures after."""
     path = cache_dir / f"kvtrace_mooncake_{blocks}.jsonl"
     if not path.exists():
         cache_dir.mkdir(parents=True, exist_ok=True)
-        trace = generate(blocks)
-        tmp = path.with_suffix(".tmp")
-        with tmp.open("w") as f:
-            f.writelines(iter_mooncake_lines(trace))
-        tmp.replace(path)
+        here = str(Path(__file__).resolve().parent)
+        code = f"import sys; sys.path.insert(0, {here!r}); import bench_replay; bench_replay.write_trace({blocks}, {str(path)!r})"
+        subprocess.run([sys.executable, "-c", code], check=True)
     return path
+
+
+def write_trace(blocks: int, path: str) -> None:
+    """Writes bench/kvtrace.py's Mooncake trace of `blocks` blocks to path (tmp, then rename)."""
+    trace = generate(blocks)
+    tmp = Path(path).with_suffix(".tmp")
+    with tmp.open("w") as f:
+        f.writelines(iter_mooncake_lines(trace))
+    tmp.replace(path)
 
 
 def main() -> None:

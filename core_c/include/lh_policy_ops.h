@@ -76,6 +76,12 @@ void lh_sim_set_ttl(lh_sim *sim, int64_t ttl_ns);
  * on allocation failure with *p and *cap unchanged. (lh_sim.c) */
 int lh_policy_grow(void **p, size_t *cap, size_t need, size_t elem);
 
+/* The k-th smallest (from 0) of a[0 .. n), k < n, reordering a; the value a full sort would put
+ * at k. Quickselect (median-of-three pivot, Hoare's partition, which splits runs of equal values
+ * evenly); after `rounds` partitions without converging (< 0: 2 log2(n) + 8) it sorts the range
+ * left instead, so it is never quadratic. (lh_policy_wa.c: WA's nearest-rank p90 life) */
+int64_t lh_select_i64(int64_t *a, size_t n, size_t k, int rounds);
+
 /* ---- shared pieces (lh_policy_list.c): a one-list state, no-op hooks ---- */
 
 int lh_policy_list_create(void **state, const lh_wa_params *wa, char *err, size_t errlen);

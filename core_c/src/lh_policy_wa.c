@@ -172,11 +172,49 @@ static int cmp_i64(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-/* The nearest-rank p90 of the sample (sorted in place), or the default when it is empty. */
+static void swap_i64(int64_t *a, int64_t *b) {
+  int64_t t = *a;
+  *a = *b;
+  *b = t;
+}
+
+int64_t lh_select_i64(int64_t *a, size_t n, size_t k, int rounds) {
+  ptrdiff_t lo = 0, hi = (ptrdiff_t)n - 1, want = (ptrdiff_t)k;
+  if (rounds < 0) {
+    rounds = 8;
+    for (size_t m = n; m > 1; m >>= 1) rounds += 2;
+  }
+  while (lo < hi) {
+    if (rounds-- == 0) {
+      qsort(a + lo, (size_t)(hi - lo + 1), sizeof *a, cmp_i64);
+      break;
+    }
+    ptrdiff_t mid = lo + (hi - lo) / 2;
+    if (a[mid] < a[lo]) swap_i64(&a[mid], &a[lo]);
+    if (a[hi] < a[lo]) swap_i64(&a[hi], &a[lo]);
+    if (a[hi] < a[mid]) swap_i64(&a[hi], &a[mid]);
+    int64_t pivot = a[mid];
+    ptrdiff_t i = lo, j = hi;
+    while (i <= j) { /* afterwards a[lo .. j] <= pivot, a[i .. hi] >= pivot, a[j+1 .. i-1] == pivot */
+      while (a[i] < pivot) i++;
+      while (a[j] > pivot) j--;
+      if (i <= j) swap_i64(&a[i++], &a[j--]);
+    }
+    if (want <= j) {
+      hi = j;
+    } else if (want >= i) {
+      lo = i;
+    } else {
+      break;
+    }
+  }
+  return a[want];
+}
+
+/* The nearest-rank p90 of the sample (reordered in place), or the default when it is empty. */
 static double p90_ns(int64_t *sample, size_t n) {
   if (n == 0) return DEFAULT_LIFE_NS;
-  qsort(sample, n, sizeof *sample, cmp_i64);
-  return (double)sample[(9 * n + 9) / 10 - 1];
+  return (double)lh_select_i64(sample, n, (9 * n + 9) / 10 - 1, -1);
 }
 
 static void fit(wa *w, int64_t t) {

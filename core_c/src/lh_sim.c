@@ -35,6 +35,11 @@ struct lh_sim {
   lh_keymap ghosts;
   int64_t *ghost_ts;
   size_t n_ghosts, cap_ghost_ts;
+  /* the keys the current request has evicted, their ghost slots prefetched: their eviction time
+   * is written after its commit, so the map's cache misses overlap (nothing reads the ghosts
+   * in between) */
+  int64_t *evicted;
+  size_t n_evicted, cap_evicted;
   /* evictions in the aligned second of the current request */
   int64_t second;
   uint64_t second_evictions;
@@ -94,6 +99,7 @@ void lh_sim_destroy(lh_sim *s) {
   free(s->ev_reqs);
   lh_keymap_free(&s->ghosts);
   free(s->ghost_ts);
+  free(s->evicted);
   free(s);
 }
 
@@ -126,9 +132,9 @@ static int reserve_request(lh_sim *s, const int64_t *keys, size_t n, int32_t cat
       lh_policy_grow((void **)&s->found, &s->cap_found, n, sizeof(uint32_t)) != 0 ||
       (s->record && (lh_policy_grow((void **)&s->ev_keys, &s->cap_ev_keys, s->n_ev + n, sizeof(int64_t)) != 0 ||
                      lh_policy_grow((void **)&s->ev_reqs, &s->cap_ev_reqs, s->n_ev + n, sizeof(int64_t)) != 0)) ||
-      (s->evidence &&
-       (lh_keymap_reserve(&s->ghosts, n) != 0 ||
-        lh_policy_grow((void **)&s->ghost_ts, &s->cap_ghost_ts, s->n_ghosts + n, sizeof(int64_t)) != 0))) {
+      (s->evidence && (lh_keymap_reserve(&s->ghosts, n) != 0 ||
+                       lh_policy_grow((void **)&s->ghost_ts, &s->cap_ghost_ts, s->n_ghosts + n, sizeof(int64_t)) != 0 ||
+                       lh_policy_grow((void **)&s->evicted, &s->cap_evicted, n, sizeof(int64_t)) != 0))) {
     return lh_fail(err, errlen, LH_ENOMEM, "out of memory in the policy simulator");
   }
   int rc = s->ops->reserve(s->policy, s->n_slots + add, keys, n, cat);
@@ -138,20 +144,31 @@ static int reserve_request(lh_sim *s, const int64_t *keys, size_t n, int32_t cat
   return LH_OK;
 }
 
-/* Counts an eviction of key at `now` (the current request's time): the per-second peak, and the
- * key's latest eviction time when evidence is kept. Cannot fail after reserve_request. */
-static void note_eviction(lh_sim *s, int64_t key, int64_t now) {
+/* Counts an eviction of key by the current request: the per-second peak, and, when evidence is
+ * kept, the key for write_ghosts. Cannot fail after reserve_request (a request evicts at most
+ * one key per block). */
+static void note_eviction(lh_sim *s, int64_t key) {
   if (++s->second_evictions > s->stats.peak_evictions_per_s) {
     s->stats.peak_evictions_per_s = s->second_evictions;
     s->stats.peak_second = s->second;
   }
   if (!s->evidence) return;
-  uint32_t g = lh_keymap_get(&s->ghosts, key);
-  if (g == LH_NIL) {
-    g = (uint32_t)s->n_ghosts++;
-    lh_keymap_put(&s->ghosts, key, g);
+  lh_keymap_prefetch(&s->ghosts, key);
+  s->evicted[s->n_evicted++] = key;
+}
+
+/* Writes `now` as the latest eviction time of every key the request evicted. */
+static void write_ghosts(lh_sim *s, int64_t now) {
+  for (size_t i = 0; i < s->n_evicted; i++) {
+    int64_t key = s->evicted[i];
+    uint32_t g = lh_keymap_get(&s->ghosts, key);
+    if (g == LH_NIL) {
+      g = (uint32_t)s->n_ghosts++;
+      lh_keymap_put(&s->ghosts, key, g);
+    }
+    s->ghost_ts[g] = now;
   }
-  s->ghost_ts[g] = now;
+  s->n_evicted = 0;
 }
 
 /* The miss evidence of a request whose lookup found `hits` of its n keys (see lh_policy.h). */
@@ -195,6 +212,9 @@ static int64_t run_request(lh_sim *s, const int64_t *keys, size_t n, int64_t now
   while (hits < n) {
     uint32_t slot = lh_keymap_get(&s->map, keys[hits]);
     if (slot == LH_NIL || !alive(s, slot, now)) break;
+#if defined(__GNUC__)
+    __builtin_prefetch(&s->slots[slot], 1, 3); /* the commit touches it (tail to head) */
+#endif
     s->found[hits++] = slot;
   }
   if (out != NULL) classify_miss(s, keys, n, hits, &out->outcome[r], &out->key[r], &out->evicted_at[r]);
@@ -225,7 +245,7 @@ static int64_t run_request(lh_sim *s, const int64_t *keys, size_t n, int64_t now
         s->ev_keys[s->n_ev] = s->slots[slot].key;
         s->ev_reqs[s->n_ev++] = r;
       }
-      note_eviction(s, s->slots[slot].key, now);
+      note_eviction(s, s->slots[slot].key);
       s->stats.evictions++;
     } else {
       slot = (uint32_t)s->n_slots++;
@@ -239,6 +259,7 @@ static int64_t run_request(lh_sim *s, const int64_t *keys, size_t n, int64_t now
     s->ops->on_insert(s->policy, s->slots, slot, &a);
     s->stats.inserts++;
   }
+  write_ghosts(s, now);
   s->stats.requests++;
   s->stats.accesses += n;
   s->stats.hit_blocks += hits;
@@ -314,7 +335,8 @@ void lh_sim_get_stats(const lh_sim *s, lh_sim_stats *stats) {
   stats->evicted_keys = s->n_ghosts;
   stats->memory_bytes = sizeof *s + lh_keymap_memory(&s->map) + s->cap_slots * sizeof(lh_slot) +
                         s->cap_found * sizeof(uint32_t) + (s->cap_ev_keys + s->cap_ev_reqs) * sizeof(int64_t) +
-                        lh_keymap_memory(&s->ghosts) + s->cap_ghost_ts * sizeof(int64_t) + s->ops->memory(s->policy);
+                        lh_keymap_memory(&s->ghosts) + (s->cap_ghost_ts + s->cap_evicted) * sizeof(int64_t) +
+                        s->ops->memory(s->policy);
   if (s->ops->stats != NULL) s->ops->stats(s->policy, stats);
 }
 

@@ -5,7 +5,9 @@
  * of every policy after every request of random traces, and the LRU simulator against the lane
  * core's facts projected at the same capacity (two independent implementations of exact LRU).
  * The miss evidence (lh_sim_process_batch_misses) and the peak eviction second: golden values on
- * a hand-made trace, and every request of random traces against the eviction log. */
+ * a hand-made trace, and every request of random traces against the eviction log. WA's
+ * selection of its p90 life (lh_select_i64) against a full sort, its sorting fallback forced. */
+#include "lh_policy_ops.h"
 #include "lh_test.h"
 #include "litehit.h"
 
@@ -257,7 +259,46 @@ static void test_evidence_random(void) {
   free(log_keys), free(log_ts);
 }
 
+static int cmp_value(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* Every rank of arrays shaped to trouble a quickselect (runs of one value, sorted, reversed,
+ * organ pipe, few distinct values, random), with the default round budget and with budgets
+ * small enough that the sorting fallback does the work. */
+static void test_select(void) {
+  enum { MAX_N = 97 };
+  int64_t values[MAX_N], sorted[MAX_N], work[MAX_N];
+  for (int trial = 0; trial < 600; trial++) {
+    size_t n = 1 + (size_t)(rnd() % MAX_N);
+    int shape = trial % 6;
+    for (size_t i = 0; i < n; i++) {
+      switch (shape) {
+        case 0: values[i] = 7; break;
+        case 1: values[i] = (int64_t)i; break;
+        case 2: values[i] = (int64_t)(n - i); break;
+        case 3: values[i] = (int64_t)(i < n / 2 ? i : n - i); break;
+        case 4: values[i] = (int64_t)(rnd() % 3); break;
+        default: values[i] = (int64_t)(rnd() % 1000) - 500; break;
+      }
+    }
+    memcpy(sorted, values, n * sizeof *values);
+    qsort(sorted, n, sizeof *sorted, cmp_value);
+    for (size_t k = 0; k < n; k++) {
+      int budgets[] = {-1, 0, 1, 2, 3};
+      for (size_t b = 0; b < sizeof budgets / sizeof budgets[0]; b++) {
+        memcpy(work, values, n * sizeof *values);
+        CHECK(lh_select_i64(work, n, k, budgets[b]) == sorted[k]);
+        qsort(work, n, sizeof *work, cmp_value); /* a permutation of the input */
+        CHECK(memcmp(work, sorted, n * sizeof *work) == 0);
+      }
+    }
+  }
+}
+
 int main(void) {
+  test_select();
   test_golden();
   test_errors();
   test_random(1);

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import os
 import sys
@@ -79,11 +80,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser(argv)
     args = parser.parse_args(argv)
     args.detach_records = argv is None  # the `litehit` process itself records in a child
+    if argv is None:  # the `litehit` process itself: numpy is not imported yet
+        # LiteHit makes no BLAS call; OpenBLAS's thread, started when numpy loads, spins about
+        # 0.1 s of a core beside a replay's own threads (README, "Performance").
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     spooled: str | None = None
     try:
         with spooled_stdin(args) as spooled:
             code = int(args.func(args))
         sys.stdout.flush()
+        if argv is None:  # the process ends next: its exit need not walk every object (50 ms)
+            gc.freeze()
         return code
     except BrokenPipeError:
         return _stdout_closed()

@@ -62,9 +62,10 @@ def _run(args: argparse.Namespace) -> int:
 def _profile(args: argparse.Namespace) -> int:
     from litehit.cli.run_kind import run_kind
     from litehit.jobs.profile import KIND
-    from litehit.profile.plot import check_plot_dir, plot_profile
 
-    if args.plots is not None:
+    if args.plots is not None:  # matplotlib is imported only to draw (0.25 s of a start-up)
+        from litehit.profile.plot import check_plot_dir
+
         check_plot_dir(args.plots)
     spec = spec_from_args(args, ".")
     if args.output is not None:
@@ -76,6 +77,8 @@ def _profile(args: argparse.Namespace) -> int:
     if args.output is not None:
         print(f"profile: {args.output}")
     if args.plots is not None:
+        from litehit.profile.plot import plot_profile
+
         for path in plot_profile(result, args.plots):
             print(f"plot: {path}")
     print_profile(result)

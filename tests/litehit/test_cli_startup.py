@@ -9,6 +9,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -96,3 +97,71 @@ def test_a_recording_replay_reads_its_settings_without_pydantic_settings(tmp_pat
     (tmp_path / ".env").write_text("LITEHIT_RECORD_JOBS=0\n")  # a .env file is read the same way
     modules = _replay_modules(tmp_path, env)
     assert "dotenv" in modules and not [m for m in modules if m.startswith("pydantic_settings")]
+
+
+TRACE_COMMANDS = {  # a trace command, its flags, and the plot flag that draws (None: it has none)
+    "replay": (["-o", "out"], None),
+    "profile": (["-o", "profile.json"], ["--plots", "plots"]),
+    "window": (["--capacity-gb", "1"], None),
+    "policies": (["--capacity-gb", "1"], None),
+    "routes": (["--replicas", "2"], None),
+}
+
+
+def _modules_of(tmp_path: Path, argv: list[str]) -> list[str]:
+    """The top-level modules loaded by a `litehit` run of argv (recording off), which must succeed."""
+    import os
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LITEHIT_")}
+    env.update(LITEHIT_HOME=str(tmp_path / "home"), LITEHIT_RECORD_JOBS="0")
+    code = (
+        "import json, sys\n"
+        f"sys.argv = ['litehit', *{argv!r}]\n"
+        "from litehit.cli import main\n"
+        "assert main() == 0\n"
+        "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, env=env, check=True)
+    return list(json.loads(r.stdout.splitlines()[-1]))
+
+
+@pytest.mark.parametrize("command", list(TRACE_COMMANDS))
+def test_a_trace_command_imports_matplotlib_only_to_draw(command: str, tmp_path: Path) -> None:
+    trace = tmp_path / "t.jsonl"
+    rows = [{"timestamp": t, "input_length": 1024, "output_length": 1, "hash_ids": ids} for t, ids in [(0, [1, 2])]]
+    trace.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    flags, draw = TRACE_COMMANDS[command]
+    modules = _modules_of(tmp_path, [command, str(trace), *flags])
+    assert "numpy" in modules and "matplotlib" not in modules and "sqlalchemy" not in modules
+    if draw is not None:  # the same command asked to draw does load it, and draws
+        assert "matplotlib" in _modules_of(tmp_path, [command, str(trace), *flags, *draw])
+        assert any((tmp_path / draw[1]).glob("*.png"))
+
+
+def _process_state(tmp_path: Path, env: dict[str, str], in_process: bool) -> dict[str, Any]:
+    """OPENBLAS_NUM_THREADS and the count of objects gc froze after `litehit models`, run
+    as the `litehit` process runs it (main() without argv), or in process (main(argv))."""
+    call = "main(['models'])" if in_process else "main()"
+    code = (
+        "import gc, json, os, sys\n"
+        "sys.argv = ['litehit', 'models']\n"
+        "from litehit.cli import main\n"
+        f"assert {call} == 0\n"
+        "print(json.dumps({'threads': os.environ.get('OPENBLAS_NUM_THREADS'), 'frozen': gc.get_freeze_count()}))"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, env=env, check=True)
+    state: dict[str, Any] = json.loads(r.stdout.splitlines()[-1])
+    return state
+
+
+def test_the_litehit_process_runs_one_blas_thread_and_exits_without_a_collection(tmp_path: Path) -> None:
+    import os
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LITEHIT_", "OPENBLAS_"))}
+    env.update(LITEHIT_HOME=str(tmp_path / "home"), LITEHIT_RECORD_JOBS="0")
+    mine = _process_state(tmp_path, env, in_process=False)
+    assert mine["threads"] == "1" and mine["frozen"] > 0
+    # a caller of main(argv) keeps its environment and its collector
+    assert _process_state(tmp_path, env, in_process=True) == {"threads": None, "frozen": 0}
+    # a user's own setting stands
+    assert _process_state(tmp_path, {**env, "OPENBLAS_NUM_THREADS": "4"}, in_process=False)["threads"] == "4"
