@@ -211,6 +211,11 @@ static int64_t record_request(lh_profile *p, const int64_t *keys, size_t n, int6
   }
   /* the request's window */
   int64_t w = floor_div(now, p->window_ns);
+  /* where that window starts, now - (now mod window); below INT64_MIN every time is in it. A
+   * time t <= now lies in an earlier window exactly when t < start: no division per block. */
+  int64_t r = now % p->window_ns;
+  if (r < 0) r += p->window_ns;
+  int64_t start = now >= INT64_MIN + r ? now - r : INT64_MIN;
   if (p->window.len == 0 || AT(p->window, int64_t)[p->window.len - 1] != w) {
     AT(p->window, int64_t)[p->window.len++] = w;
     AT(p->window_keys, int64_t)[p->window_keys.len++] = 0;
@@ -220,10 +225,11 @@ static int64_t record_request(lh_profile *p, const int64_t *keys, size_t n, int6
    * request's own */
   size_t before = p->map.count;
   for (size_t j = (size_t)hits; j < n; j++) {
-    uint32_t k = lh_keymap_get(&p->map, keys[j]);
+    size_t at = lh_keymap_find(&p->map, keys[j]); /* the map has slots: reserve_request */
+    uint32_t k = lh_keymap_val(&p->map, at);
     if (k == LH_NIL) {
       k = (uint32_t)p->map.count;
-      lh_keymap_put(&p->map, keys[j], k);
+      lh_keymap_put_at(&p->map, at, keys[j], k);
       first[k] = last[k] = now;
       first_cat[k] = cat;
       shared[k] = 0;
@@ -238,7 +244,7 @@ static int64_t record_request(lh_profile *p, const int64_t *keys, size_t n, int6
     uint32_t k = idx[j];
     if (k >= before) continue;
     shared[k] = 1;
-    if (last[k] != now && floor_div(last[k], p->window_ns) != w) ++*window_keys;
+    if (last[k] < start) ++*window_keys; /* last[k] <= now: in an earlier window */
     last[k] = now;
   }
   int64_t *slope = AT(p->slope, int64_t);
