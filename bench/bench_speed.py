@@ -175,9 +175,10 @@ def main() -> None:
             )
         two_s = seconds["two lanes"]
         both = lane_blocks((folder / "two lanes.out").read_text())
-        fanout = (both / two_s) / (blocks / replay_s)
+        one = lane_blocks((folder / "replay.out").read_text())
+        fanout = (both / two_s) / (one / replay_s)
         table.row(
-            f"two lanes in one process vs one lane ({both / blocks:.2f}x the blocks)",
+            f"two lanes in one process vs one lane ({both / one:.2f}x the blocks)",
             f"{both / two_s / 1e6:.2f} M blocks/s",
             ">= 1.7x",
             fanout,

@@ -298,7 +298,6 @@ static void test_select(void) {
 }
 
 int main(void) {
-  test_select();
   test_golden();
   test_errors();
   test_random(1);
@@ -306,5 +305,6 @@ int main(void) {
   test_evidence_golden();
   test_evidence_errors();
   test_evidence_random();
+  test_select();
   return finish("policy simulator");
 }

@@ -77,13 +77,13 @@ def _stdout_closed() -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser(argv)
-    args = parser.parse_args(argv)
-    args.detach_records = argv is None  # the `litehit` process itself records in a child
-    if argv is None:  # the `litehit` process itself: numpy is not imported yet
+    if argv is None:  # the `litehit` process itself, before any command module (or numpy) loads
         # LiteHit makes no BLAS call; OpenBLAS's thread, started when numpy loads, spins about
         # 0.1 s of a core beside a replay's own threads (README, "Performance").
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    parser = build_parser(argv)
+    args = parser.parse_args(argv)
+    args.detach_records = argv is None  # the `litehit` process itself records in a child
     spooled: str | None = None
     try:
         with spooled_stdin(args) as spooled:

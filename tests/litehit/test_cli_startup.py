@@ -139,15 +139,26 @@ def test_a_trace_command_imports_matplotlib_only_to_draw(command: str, tmp_path:
 
 
 def _process_state(tmp_path: Path, env: dict[str, str], in_process: bool) -> dict[str, Any]:
-    """OPENBLAS_NUM_THREADS and the count of objects gc froze after `litehit models`, run
-    as the `litehit` process runs it (main() without argv), or in process (main(argv))."""
-    call = "main(['models'])" if in_process else "main()"
+    """OPENBLAS_NUM_THREADS as numpy found it when it loaded, and the count of objects gc froze,
+    after a `litehit replay` run as the `litehit` process runs it (main() without argv), or in
+    process (main(argv))."""
+    trace = tmp_path / "t.jsonl"
+    trace.write_text(json.dumps({"timestamp": 0, "input_length": 1024, "output_length": 1, "hash_ids": [1, 2]}) + "\n")
+    argv = ["replay", str(trace), "-o", str(tmp_path / "out")]
+    call = f"main({argv!r})" if in_process else "main()"
     code = (
         "import gc, json, os, sys\n"
-        "sys.argv = ['litehit', 'models']\n"
+        "seen = {}\n"
+        "class Watch:  # notes the environment numpy (and with it OpenBLAS) starts in\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'numpy':\n"
+        "            seen.setdefault('threads', os.environ.get('OPENBLAS_NUM_THREADS'))\n"
+        "sys.meta_path.insert(0, Watch())\n"
+        f"sys.argv = ['litehit', *{argv!r}]\n"
         "from litehit.cli import main\n"
         f"assert {call} == 0\n"
-        "print(json.dumps({'threads': os.environ.get('OPENBLAS_NUM_THREADS'), 'frozen': gc.get_freeze_count()}))"
+        "assert 'threads' in seen, 'the replay did not load numpy'\n"
+        "print(json.dumps({'threads': seen['threads'], 'frozen': gc.get_freeze_count()}))"
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, env=env, check=True)
     state: dict[str, Any] = json.loads(r.stdout.splitlines()[-1])
