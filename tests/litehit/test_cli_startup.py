@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -68,29 +69,52 @@ def test_version_and_help_answer() -> None:
     assert r.returncode == 2 and "invalid choice: 'nope'" in r.stderr and "'tiers'" in r.stderr
 
 
+def _tiny_trace(tmp_path: Path) -> Path:
+    """A one-row Mooncake trace."""
+    trace = tmp_path / "t.jsonl"
+    trace.write_text(json.dumps({"timestamp": 0, "input_length": 1024, "output_length": 1, "hash_ids": [1, 2]}) + "\n")
+    return trace
+
+
+def _in_child(tmp_path: Path, env: dict[str, str], argv: list[str], report: str, *, in_process: bool = False) -> Any:
+    """Runs `litehit argv` in a fresh interpreter, as the `litehit` process runs it (main() without
+    argv) or in process (main(argv)), which must succeed; returns the JSON of the expression
+    `report` evaluated there afterwards (`seen` holds OPENBLAS_NUM_THREADS as numpy found it)."""
+    call = f"main({argv!r})" if in_process else "main()"
+    code = (
+        "import gc, json, os, sys\n"
+        "seen = {}\n"
+        "class Watch:  # notes the environment numpy (and with it OpenBLAS) starts in\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'numpy':\n"
+        "            seen.setdefault('threads', os.environ.get('OPENBLAS_NUM_THREADS'))\n"
+        "sys.meta_path.insert(0, Watch())\n"
+        f"sys.argv = ['litehit', *{argv!r}]\n"
+        "from litehit.cli import main\n"
+        f"assert {call} == 0\n"
+        f"print(json.dumps({report}))"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, env=env, check=True)
+    return json.loads(r.stdout.splitlines()[-1])
+
+
+def _clean_env(tmp_path: Path, *drop: str) -> dict[str, str]:
+    """This process's environment without LITEHIT_* (and the prefixes in drop), a private home."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LITEHIT_", *drop))}
+    env["LITEHIT_HOME"] = str(tmp_path / "home")
+    return env
+
+
 def _replay_modules(tmp_path: Path, env: dict[str, str]) -> list[str]:
     """The modules of a `litehit replay` that records its run, as the `litehit` process itself
     runs it (main() without argv)."""
-    trace = tmp_path / "t.jsonl"
-    rows = [{"timestamp": t, "input_length": 1024, "output_length": 1, "hash_ids": ids} for t, ids in [(0, [1, 2])]]
-    trace.write_text("".join(json.dumps(row) + "\n" for row in rows))
-    code = (
-        "import json, sys\n"
-        f"sys.argv = ['litehit', 'replay', {str(trace)!r}, '-o', {str(tmp_path / 'out')!r}]\n"
-        "from litehit.cli import main\n"
-        "assert main() == 0\n"
-        "print(json.dumps(sorted(sys.modules)))"
-    )
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, env=env, check=True)
-    modules: list[str] = json.loads(r.stdout.splitlines()[-1])
+    argv = ["replay", str(_tiny_trace(tmp_path)), "-o", str(tmp_path / "out")]
+    modules: list[str] = _in_child(tmp_path, env, argv, "sorted(sys.modules)")
     return modules
 
 
 def test_a_recording_replay_reads_its_settings_without_pydantic_settings(tmp_path: Path) -> None:
-    import os
-
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LITEHIT_")}
-    env["LITEHIT_HOME"] = str(tmp_path / "home")
+    env = _clean_env(tmp_path)
     modules = _replay_modules(tmp_path, env)
     assert "litehit.settings" in modules and "sqlalchemy" not in modules  # (the child records)
     assert [m for m in modules if m.startswith(("pydantic_settings", "asyncio", "matplotlib"))] == []
@@ -110,26 +134,13 @@ TRACE_COMMANDS = {  # a trace command, its flags, and the plot flag that draws (
 
 def _modules_of(tmp_path: Path, argv: list[str]) -> list[str]:
     """The top-level modules loaded by a `litehit` run of argv (recording off), which must succeed."""
-    import os
-
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LITEHIT_")}
-    env.update(LITEHIT_HOME=str(tmp_path / "home"), LITEHIT_RECORD_JOBS="0")
-    code = (
-        "import json, sys\n"
-        f"sys.argv = ['litehit', *{argv!r}]\n"
-        "from litehit.cli import main\n"
-        "assert main() == 0\n"
-        "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))"
-    )
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, env=env, check=True)
-    return list(json.loads(r.stdout.splitlines()[-1]))
+    env = {**_clean_env(tmp_path), "LITEHIT_RECORD_JOBS": "0"}
+    return list(_in_child(tmp_path, env, argv, "sorted({m.split('.')[0] for m in sys.modules})"))
 
 
 @pytest.mark.parametrize("command", list(TRACE_COMMANDS))
 def test_a_trace_command_imports_matplotlib_only_to_draw(command: str, tmp_path: Path) -> None:
-    trace = tmp_path / "t.jsonl"
-    rows = [{"timestamp": t, "input_length": 1024, "output_length": 1, "hash_ids": ids} for t, ids in [(0, [1, 2])]]
-    trace.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    trace = _tiny_trace(tmp_path)
     flags, draw = TRACE_COMMANDS[command]
     modules = _modules_of(tmp_path, [command, str(trace), *flags])
     assert "numpy" in modules and "matplotlib" not in modules and "sqlalchemy" not in modules
@@ -140,36 +151,15 @@ def test_a_trace_command_imports_matplotlib_only_to_draw(command: str, tmp_path:
 
 def _process_state(tmp_path: Path, env: dict[str, str], in_process: bool) -> dict[str, Any]:
     """OPENBLAS_NUM_THREADS as numpy found it when it loaded, and the count of objects gc froze,
-    after a `litehit replay` run as the `litehit` process runs it (main() without argv), or in
-    process (main(argv))."""
-    trace = tmp_path / "t.jsonl"
-    trace.write_text(json.dumps({"timestamp": 0, "input_length": 1024, "output_length": 1, "hash_ids": [1, 2]}) + "\n")
-    argv = ["replay", str(trace), "-o", str(tmp_path / "out")]
-    call = f"main({argv!r})" if in_process else "main()"
-    code = (
-        "import gc, json, os, sys\n"
-        "seen = {}\n"
-        "class Watch:  # notes the environment numpy (and with it OpenBLAS) starts in\n"
-        "    def find_spec(self, name, path=None, target=None):\n"
-        "        if name == 'numpy':\n"
-        "            seen.setdefault('threads', os.environ.get('OPENBLAS_NUM_THREADS'))\n"
-        "sys.meta_path.insert(0, Watch())\n"
-        f"sys.argv = ['litehit', *{argv!r}]\n"
-        "from litehit.cli import main\n"
-        f"assert {call} == 0\n"
-        "assert 'threads' in seen, 'the replay did not load numpy'\n"
-        "print(json.dumps({'threads': seen['threads'], 'frozen': gc.get_freeze_count()}))"
-    )
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, env=env, check=True)
-    state: dict[str, Any] = json.loads(r.stdout.splitlines()[-1])
+    after a `litehit replay` (main() without argv, or main(argv) in process)."""
+    argv = ["replay", str(_tiny_trace(tmp_path)), "-o", str(tmp_path / "out")]
+    report = "{'threads': seen.get('threads', 'numpy not loaded'), 'frozen': gc.get_freeze_count()}"
+    state: dict[str, Any] = _in_child(tmp_path, env, argv, report, in_process=in_process)
     return state
 
 
 def test_the_litehit_process_runs_one_blas_thread_and_exits_without_a_collection(tmp_path: Path) -> None:
-    import os
-
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("LITEHIT_", "OPENBLAS_"))}
-    env.update(LITEHIT_HOME=str(tmp_path / "home"), LITEHIT_RECORD_JOBS="0")
+    env = {**_clean_env(tmp_path, "OPENBLAS_"), "LITEHIT_RECORD_JOBS": "0"}
     mine = _process_state(tmp_path, env, in_process=False)
     assert mine["threads"] == "1" and mine["frozen"] > 0
     # a caller of main(argv) keeps its environment and its collector
