@@ -14,11 +14,15 @@
    >= 0.8x the replay's speed.
 4. The simulator alone (core_c.PolicySim, one core, capacity a quarter of the distinct keys, as
    bench_policies.py): gdfs and wa against lru. Target: >= 0.5x.
-5. Fan-out: two lanes (--block-sizes 512,1024) in one process against one lane, blocks replayed
-   per second summed over lanes (each lane's own count, from the printed summary: the 1024-token
-   lane replays about half the blocks). Target: >= 1.7x. Also printed: the cores one lane's
-   replay keeps busy (its CPU seconds over its wall seconds), and the ceiling that leaves
-   two lanes on this machine (cores / that).
+5. Fan-out: two lanes in one process against one lane, blocks replayed per second summed over
+   lanes (each lane's own count, from the printed summary). Target: >= 1.7x, for two lanes that
+   each replay the whole trace (--ttl-seconds 0,N with N longer than the trace: the second lane
+   expires nothing, so it does the first one's work plus its TTL bookkeeping). Also printed:
+   --block-sizes 512,1024, whose 1024-token lane replays about half the blocks: that run does the
+   one-lane run's work and more on the same cores, so it stays below 1.5x by construction (no
+   target); the cores one lane's replay keeps busy (its CPU seconds over its wall seconds), and
+   the ceiling that leaves two lanes if every stage doubled (cores / that; the parse is shared,
+   so two whole lanes may pass it).
 
 Ratios are speed ratios (>= 1 beats the reference); each timing is the best of --repeat, the
 commands of 2, 3 and 5 taken in turn (round robin), and every child process runs with recording
@@ -45,6 +49,7 @@ from kvtrace import generate
 import core_c
 
 HERE = Path(__file__).resolve().parent
+TTL_BEYOND_TRACE_S = 10**7  # 116 days: the 20 M-block trace of kvtrace.py spans 41 hours
 LITEHIT = str(Path(sys.executable).with_name("litehit"))
 
 
@@ -149,7 +154,10 @@ def main() -> None:
             "litehit policies --policies lru,fifo": [
                 LITEHIT, "policies", *common, *capacity, "--policies", "lru,fifo"
             ],
-            "two lanes": [LITEHIT, "replay", *common, "--block-sizes", "512,1024", "-o", str(folder / "r2")],
+            "two lanes": [
+                LITEHIT, "replay", *common, "--ttl-seconds", f"0,{TTL_BEYOND_TRACE_S}", "-o", str(folder / "r2")
+            ],
+            "two block sizes": [LITEHIT, "replay", *common, "--block-sizes", "512,1024", "-o", str(folder / "r3")],
         }  # fmt: skip
         # Round robin, best of --repeat each: the VM's slow phases last many seconds, and a ratio
         # of two commands timed back to back in one phase would be that phase's, not the code's.
@@ -173,17 +181,25 @@ def main() -> None:
                 replay_s / seconds[name],
                 replay_s / seconds[name] >= 0.8,
             )
-        two_s = seconds["two lanes"]
-        both = lane_blocks((folder / "two lanes.out").read_text())
         one = lane_blocks((folder / "replay.out").read_text())
-        fanout = (both / two_s) / (one / replay_s)
-        table.row(
-            f"two lanes in one process vs one lane ({both / one:.2f}x the blocks)",
-            f"{both / two_s / 1e6:.2f} M blocks/s",
-            ">= 1.7x",
-            fanout,
-            fanout >= 1.7,
+        alive = re.findall(
+            r"^  lane \S+: .* ([\d,]+) unique blocks alive", (folder / "two lanes.out").read_text(), re.M
         )
+        if len(alive) != 2 or alive[0] != alive[1]:
+            raise SystemExit(f"the TTL lane expired blocks ({alive}): raise TTL_BEYOND_TRACE_S above the trace's span")
+        for name, label, goal in [
+            ("two lanes", "two whole lanes (TTL 0 and beyond the trace)", 1.7),
+            ("two block sizes", "two lanes, --block-sizes 512,1024", None),
+        ]:
+            both = lane_blocks((folder / f"{name}.out").read_text())
+            fanout = (both / seconds[name]) / (one / replay_s)
+            table.row(
+                f"{label} vs one lane ({both / one:.2f}x the blocks)",
+                f"{both / seconds[name] / 1e6:.2f} M blocks/s",
+                f">= {goal}x" if goal else f"< {both / one:.2f}x",
+                fanout,
+                fanout >= goal if goal else None,
+            )
         busy = cpu["replay"] / replay_s
         table.row(
             f"one lane's replay keeps {busy:.2f} of the {os.cpu_count()} cores busy (CPU s / wall s)",

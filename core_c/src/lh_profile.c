@@ -337,3 +337,66 @@ void lh_profile_get_stats(const lh_profile *p, lh_profile_stats *stats) {
     bytes += p->cats[c].ns.cap * sizeof(int64_t) + p->cats[c].keys.cap * sizeof(uint32_t);
   stats->memory_bytes = bytes;
 }
+
+typedef struct tally_entry {
+  int64_t value, count;
+} tally_entry;
+
+static int by_value(const void *a, const void *b) {
+  int64_t x = ((const tally_entry *)a)->value, y = ((const tally_entry *)b)->value;
+  return (x > y) - (x < y);
+}
+
+int lh_tally_i64(const int64_t *v, size_t n, size_t max_distinct, int64_t *values, int64_t *counts, size_t *n_distinct,
+                 char *err, size_t errlen) {
+  *n_distinct = 0;
+  if (n == 0) return LH_OK;
+  if (max_distinct > MAX_KEYS) max_distinct = MAX_KEYS; /* indices are uint32, LH_NIL excluded */
+  lh_keymap map = {0};
+  map.max_load_percent = 50;
+  size_t k = 0;
+  int rc = LH_OK;
+  /* runs of equal values are common (a request's blocks were mostly last seen together): the
+   * previous value's index is kept, so a run costs one lookup */
+  int64_t prev = 0;
+  uint32_t prev_at = LH_NIL;
+  for (size_t i = 0; i < n; i++) {
+    int64_t x = v[i];
+    if (prev_at != LH_NIL && x == prev) {
+      counts[prev_at]++;
+      continue;
+    }
+    if (map.count >= lh_keymap_room(&map) && lh_keymap_reserve(&map, 1) != 0) {
+      rc = lh_fail(err, errlen, LH_ENOMEM, "out of memory tallying %zu values", n);
+      break;
+    }
+    size_t at = lh_keymap_find(&map, x);
+    uint32_t j = lh_keymap_val(&map, at);
+    if (j == LH_NIL) {
+      if (k == max_distinct) {
+        rc = lh_fail(err, errlen, LH_ERANGE, "more than %zu distinct values", max_distinct);
+        break;
+      }
+      j = (uint32_t)k++;
+      lh_keymap_put_at(&map, at, x, j);
+      values[j] = x;
+      counts[j] = 0;
+    }
+    counts[j]++;
+    prev = x;
+    prev_at = j;
+  }
+  lh_keymap_free(&map);
+  if (rc != LH_OK) return rc;
+  tally_entry *e = malloc(k * sizeof *e);
+  if (e == NULL) return lh_fail(err, errlen, LH_ENOMEM, "out of memory sorting %zu distinct values", k);
+  for (size_t j = 0; j < k; j++) e[j] = (tally_entry){values[j], counts[j]};
+  qsort(e, k, sizeof *e, by_value);
+  for (size_t j = 0; j < k; j++) {
+    values[j] = e[j].value;
+    counts[j] = e[j].count;
+  }
+  free(e);
+  *n_distinct = k;
+  return LH_OK;
+}

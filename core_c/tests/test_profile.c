@@ -977,6 +977,54 @@ static void test_differential(void) {
   differential(3, 1, 3, 50, 0x77ULL, "ttl 3, window 1");
 }
 
+static int cmp_i64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* lh_tally_i64 against a sorted copy: the distinct values ascending with their run lengths, at
+ * room exactly the distinct count; one short of it refused; sizes where the map grows. */
+static void test_tally(void) {
+  char err[LH_ERR_LEN];
+  size_t sizes[] = {0, 1, 2, 7, 64, 1000, 20000};
+  for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+    size_t n = sizes[s];
+    int64_t *v = malloc((n + 1) * sizeof *v), *sorted = malloc((n + 1) * sizeof *sorted);
+    int64_t *values = malloc((n + 1) * sizeof *values), *counts = malloc((n + 1) * sizeof *counts);
+    CHECK(v != NULL && sorted != NULL && values != NULL && counts != NULL);
+    for (size_t i = 0; i < n; i++) { /* runs, extremes and a few thousand distinct values */
+      uint64_t r = rnd();
+      v[i] = i > 0 && r % 3 == 0 ? v[i - 1]
+             : r % 17 == 0       ? (r % 2 ? INT64_MIN : INT64_MAX)
+                                 : (int64_t)(r % 5000) - 2500;
+    }
+    memcpy(sorted, v, n * sizeof *v);
+    qsort(sorted, n, sizeof *sorted, cmp_i64);
+    size_t distinct = 0;
+    for (size_t i = 0; i < n; i++) distinct += i == 0 || sorted[i] != sorted[i - 1];
+    size_t k = 99;
+    CHECK(lh_tally_i64(v, n, distinct, values, counts, &k, err, sizeof err) == LH_OK);
+    CHECK(k == distinct);
+    size_t at = 0;
+    for (size_t j = 0; j < k && j < distinct; j++) {
+      CHECK(counts[j] > 0 && at + (size_t)counts[j] <= n);
+      if (counts[j] <= 0 || at + (size_t)counts[j] > n) break;
+      for (int64_t c = 0; c < counts[j]; c++) CHECK(sorted[at + (size_t)c] == values[j]);
+      at += (size_t)counts[j];
+    }
+    CHECK(at == n);
+    if (distinct > 0) {
+      err[0] = '\0';
+      CHECK(lh_tally_i64(v, n, distinct - 1, values, counts, &k, err, sizeof err) == LH_ERANGE);
+      CHECK(k == 0 && err[0] != '\0');
+    }
+    free(v);
+    free(sorted);
+    free(values);
+    free(counts);
+  }
+}
+
 int main(void) {
   test_golden();
   test_golden_hand_curves();
@@ -989,5 +1037,6 @@ int main(void) {
   test_reset();
   test_sorted_ns();
   test_differential();
+  test_tally();
   return finish("profile");
 }

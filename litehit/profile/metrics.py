@@ -6,25 +6,31 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from fractions import Fraction
 
 import numpy as np
 import numpy.typing as npt
 
+import core_c.profile
 from litehit.profile.result import CapacityPoint, Histogram, Lifespan, ReuseTime, Skew, WorkingSet
-from litehit.quantiles import NS_PER_S, nearest_rank
+from litehit.quantiles import NS_PER_S
 
 __all__ = [
     "BINS_PER_DECADE",
+    "MAX_TALLIED",
     "SKEW_KEY_PERCENTS",
+    "Tally",
     "capacity_points",
     "ks_distance",
     "lifespan",
     "log_histogram",
+    "merge_tallies",
     "reuse_time",
     "share_for",
     "shares_for",
     "skew",
+    "tally",
     "working_set",
 ]
 
@@ -36,10 +42,69 @@ CAPACITY_PERCENTS = (50, 90, 99)
 _Q = {"p50_s": Fraction(1, 2), "p90_s": Fraction(9, 10), "p99_s": Fraction(99, 100)}
 
 
-def _quantiles(sorted_ns: Int64Array) -> dict[str, float | None]:
-    if len(sorted_ns) == 0:
+@dataclass(frozen=True, slots=True)
+class Tally:
+    """Integer nanoseconds (reuse times, lifespans: never negative) as their distinct values in
+    ascending order and how often each occurs, with the exact sum of them all: everything the
+    quantiles, histograms and ECDF below read, at a size of the distinct values, not the values.
+    ``upto[i]``: the values <= values[i]."""
+
+    values: Int64Array
+    counts: Int64Array
+    total: int
+    n: int = field(init=False)
+    upto: Int64Array = field(init=False)
+
+    def __post_init__(self) -> None:
+        upto = np.cumsum(self.counts, dtype=np.int64)
+        object.__setattr__(self, "upto", upto)
+        object.__setattr__(self, "n", int(upto[-1]) if len(upto) else 0)
+
+
+MAX_TALLIED = 1 << 18
+"""Distinct values tallied through a hash map; beyond that the values are sorted instead."""
+
+
+def tally(values: Int64Array, *, in_place: bool = False) -> Tally:
+    """The Tally of int64 values: one pass through a hash map in C when they hold at most
+    MAX_TALLIED distinct values (the usual case: trace clocks tick in milliseconds), else a sort
+    (in place when ``in_place``: the caller's array is then reordered)."""
+    found = core_c.profile.tally(values, MAX_TALLIED)
+    if found is None:
+        ordered = values if in_place else values.copy()
+        ordered.sort()
+        starts = np.flatnonzero(ordered[1:] != ordered[:-1]) + 1
+        bounds = np.concatenate([[0], starts, [len(ordered)]])
+        found = ordered[bounds[:-1]], np.diff(bounds)
+    return Tally(found[0], found[1], _exact_sum(values))
+
+
+def merge_tallies(tallies: Sequence[Tally]) -> Tally:
+    """The Tally of the values of all the tallies together."""
+    given = [t for t in tallies if t.n]
+    if len(given) == 1:
+        return given[0]
+    if not given:
+        return Tally(np.empty(0, np.int64), np.empty(0, np.int64), 0)
+    values = np.concatenate([t.values for t in given])
+    counts = np.concatenate([t.counts for t in given])
+    order = np.argsort(values, kind="stable")
+    values, counts = values[order], counts[order]
+    starts = np.concatenate([[0], np.flatnonzero(values[1:] != values[:-1]) + 1])
+    return Tally(values[starts], np.add.reduceat(counts, starts), sum(t.total for t in given))
+
+
+def _nearest_rank(t: Tally, q: Fraction) -> int:
+    """The q-quantile by nearest rank (litehit.quantiles.nearest_rank) of a tally's values: the
+    smallest value with at least ceil(q x n) values <= it. n > 0."""
+    rank = max(1, math.ceil(q * t.n))
+    return int(t.values[int(np.searchsorted(t.upto, rank, side="left"))])
+
+
+def _quantiles(t: Tally) -> dict[str, float | None]:
+    if t.n == 0:
         return dict.fromkeys(_Q)
-    return {name: nearest_rank(sorted_ns, q) / NS_PER_S for name, q in _Q.items()}
+    return {name: _nearest_rank(t, q) / NS_PER_S for name, q in _Q.items()}
 
 
 _SUM_CHUNK = 1 << 20
@@ -57,62 +122,63 @@ def _exact_sum(values: Int64Array) -> int:
     return (high << 32) + low
 
 
-def log_histogram(sorted_ns: Int64Array) -> Histogram:
+def log_histogram(t: Tally) -> Histogram:
     """Zeros apart, then BINS_PER_DECADE log-spaced bins (seconds) from the decade of the smallest
     positive value through the largest."""
-    zero = int(np.searchsorted(sorted_ns, 0, side="right"))  # the values are >= 0
-    positive = sorted_ns[zero:]  # a view
+    first = int(np.searchsorted(t.values, 0, side="right"))  # the distinct values <= 0 (they are >= 0)
+    zero = int(t.upto[first - 1]) if first else 0
+    positive = t.values[first:]  # a view
     if len(positive) == 0:
         return Histogram(zero=zero, edges_s=[], counts=[])
     lo = math.floor(math.log10(int(positive[0]) / NS_PER_S))
     hi = math.floor(math.log10(int(positive[-1]) / NS_PER_S)) + 1
     exponents = np.arange(lo * BINS_PER_DECADE, hi * BINS_PER_DECADE + 1) / BINS_PER_DECADE
     edges = 10.0**exponents
-    # bin of each value: the last edge <= value (values are sorted; the last edge closes the last bin)
-    cuts = np.searchsorted(positive, np.round(edges * NS_PER_S).astype(np.int64), side="left")
-    cuts[0], cuts[-1] = 0, len(positive)
+    # bin of each value: the last edge <= value (the last edge closes the last bin); cuts[i]: the
+    # positive values below edge i
+    below = np.concatenate([[0], t.upto[first:] - zero])  # below[j]: the values below positive[j]
+    cuts = below[np.searchsorted(positive, np.round(edges * NS_PER_S).astype(np.int64), side="left")]
+    cuts[0], cuts[-1] = 0, below[-1]
     return Histogram(zero=zero, edges_s=edges.tolist(), counts=np.diff(cuts).tolist())
 
 
-def ks_distance(sorted_ns: Int64Array, rate: float) -> float:
+def ks_distance(t: Tally, rate: float) -> float:
     """sup |ECDF(x) - (1 - exp(-rate x))| over x (seconds). The ECDF jumps only at distinct values:
     at value v it goes from below(v)/n to upto(v)/n, so the distance is the larger of
     upto(v)/n - F(v) and F(v) - below(v)/n over the distinct values v."""
-    n = len(sorted_ns)
-    last = np.flatnonzero(sorted_ns[1:] != sorted_ns[:-1])  # the last index of each distinct value but the top one
-    upto = np.append(last + 1, n)  # values <= v
-    below = np.concatenate([[0], upto[:-1]])  # values < v
-    fit = -np.expm1(-rate * (sorted_ns[upto - 1] / NS_PER_S))  # the exponential CDF at each distinct value
-    return float(max(np.max(upto / n - fit), np.max(fit - below / n)))
+    n = t.n
+    below = t.upto - t.counts  # values < v
+    fit = -np.expm1(-rate * (t.values / NS_PER_S))  # the exponential CDF at each distinct value
+    return float(max(np.max(t.upto / n - fit), np.max(fit - below / n)))
 
 
-def reuse_time(sorted_ns: Int64Array) -> ReuseTime:
-    n = len(sorted_ns)
+def reuse_time(t: Tally) -> ReuseTime:
+    n = t.n
     mean_s = rate = ks = None
     if n:
-        mean = Fraction(_exact_sum(sorted_ns), n * NS_PER_S)
+        mean = Fraction(t.total, n * NS_PER_S)
         mean_s = float(mean)
         if mean > 0:
             rate = float(1 / mean)
-            ks = ks_distance(sorted_ns, rate)
+            ks = ks_distance(t, rate)
     return ReuseTime(
         count=n,
         mean_s=mean_s,
-        max_s=int(sorted_ns[-1]) / NS_PER_S if n else None,
+        max_s=int(t.values[-1]) / NS_PER_S if n else None,
         exp_rate_per_s=rate,
         ks=ks,
-        histogram=log_histogram(sorted_ns),
-        **_quantiles(sorted_ns),
+        histogram=log_histogram(t),
+        **_quantiles(t),
     )
 
 
-def lifespan(sorted_ns: Int64Array, never_reused: int) -> Lifespan:
-    keys = len(sorted_ns)
+def lifespan(t: Tally, never_reused: int) -> Lifespan:
+    keys = t.n
     return Lifespan(
         keys=keys,
         never_reused_share=never_reused / keys if keys else 0.0,
-        histogram=log_histogram(sorted_ns),
-        **_quantiles(sorted_ns),
+        histogram=log_histogram(t),
+        **_quantiles(t),
     )
 
 

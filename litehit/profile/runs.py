@@ -14,7 +14,16 @@ import numpy.typing as npt
 import core_c
 from core_c.lane import BatchFacts
 from core_c.profile import ProfileArrays
-from litehit.profile.metrics import capacity_points, lifespan, reuse_time, skew, working_set
+from litehit.profile.metrics import (
+    Tally,
+    capacity_points,
+    lifespan,
+    merge_tallies,
+    reuse_time,
+    skew,
+    tally,
+    working_set,
+)
 from litehit.profile.result import LaneProfile, Lifespan, Metrics, OverallMetrics, ReuseTime
 from litehit.quantiles import NS_PER_S
 from litehit.replay.ordered_map import OneBehind
@@ -83,7 +92,7 @@ class ProfileRun:
         self._categories.append(cats)
 
     def result(self, category_names: list[str]) -> LaneProfile:
-        """The lane's profile. Sorts the recorder's reuse times in place: call it once, last."""
+        """The lane's profile. May reorder the recorder's reuse times in place: call it once, last."""
         self._recording.close()
         self.core.close()  # the lane core's part is done: its memory is not held while the metrics are made
         hits = np.concatenate([np.empty(0, np.int32), *self._hits])
@@ -96,10 +105,10 @@ class ProfileRun:
         a = self.recorder.arrays()
         present = np.flatnonzero(sums[:, _REQUESTS]).tolist()
         lane_hits = int(sums[:, _HIT_BLOCKS].sum())
-        # the reuse times are sorted (the largest sort) in a thread while the lane's other
-        # metrics are computed here (numpy sorts outside the GIL)
+        # the reuse times are tallied (the most values) in a thread while the lane's other
+        # metrics are computed here (the tally and numpy's sorts run outside the GIL)
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="litehit-profile") as pool:
-            sorting = pool.submit(self._sorted_reuses, present)
+            sorting = pool.submit(self._reuse_tallies, present)
             overall, overall_lifespan = self._metrics(
                 a,
                 sums.sum(axis=0),
@@ -146,18 +155,12 @@ class ProfileRun:
             categories=categories,
         )
 
-    def _sorted_reuses(self, present: list[int]) -> tuple[dict[int, Int64Array], Int64Array, ReuseTime]:
-        """Each present category's reuse times sorted (in place: the recorder never reads them
-        back), all of them sorted, and the lane's reuse-time statistics."""
-        reuse_times = {}
-        for c in present:
-            ns = self.recorder.reuses_of(c).ns
-            ns.sort()
-            reuse_times[c] = ns
-        with_reuses = [ns for ns in reuse_times.values() if len(ns)]
-        everything = (
-            with_reuses[0] if len(with_reuses) == 1 else np.sort(np.concatenate([np.empty(0, np.int64), *with_reuses]))
-        )
+    def _reuse_tallies(self, present: list[int]) -> tuple[dict[int, Tally], Tally, ReuseTime]:
+        """Each present category's reuse times tallied (sorted in place if there are too many
+        distinct ones: the recorder never reads them back), all of them together, and the lane's
+        reuse-time statistics."""
+        reuse_times = {c: tally(self.recorder.reuses_of(c).ns, in_place=True) for c in present}
+        everything = merge_tallies(list(reuse_times.values()))
         return reuse_times, everything, reuse_time(everything)
 
     def _key_reuses(self, a: ProfileArrays, category: int) -> Int64Array:
@@ -190,14 +193,14 @@ class ProfileRun:
         blocks; and its lifespan. lane_lifespan: the lane's, which is a category's when that
         category first accessed every key."""
         if category is None:
-            keys_lifespan = lifespan(np.sort(a.last_ns - a.first_ns), int(np.count_nonzero(a.shared == 0)))
+            keys_lifespan = lifespan(tally(a.last_ns - a.first_ns, in_place=True), int(np.count_nonzero(a.shared == 0)))
         else:
             first = a.first_cat == category
             if lane_lifespan is not None and bool(first.all()):
                 keys_lifespan = lane_lifespan
             else:
                 spans, shared = a.last_ns[first] - a.first_ns[first], a.shared[first]
-                keys_lifespan = lifespan(np.sort(spans), int(np.count_nonzero(shared == 0)))
+                keys_lifespan = lifespan(tally(spans, in_place=True), int(np.count_nonzero(shared == 0)))
         requests, input_tokens = int(sums[_REQUESTS]), int(sums[_INPUT_TOKENS])
         hit_blocks = int(sums[_HIT_BLOCKS])
         hit_tokens = hit_blocks * self.lane.block_size

@@ -539,3 +539,59 @@ def test_an_error_at_the_first_reuse_leaves_no_base_category() -> None:
         a = rec.arrays()
         assert a.base_category == 3 and len(a.base_reuses) == 0 and list(a.reuses) == [1, 1, 0]
         assert category_counts(rec, 3) == [1, 1, 0]
+
+
+# ---------------------------------------------------------------------------------------------
+# tally (lh_tally_i64): the distinct values and their counts, against a plain Counter
+
+
+def naive_tally(values: Sequence[int]) -> tuple[list[int], list[int]]:
+    counts: dict[int, int] = defaultdict(int)
+    for v in values:
+        counts[v] += 1
+    ordered = sorted(counts)
+    return ordered, [counts[v] for v in ordered]
+
+
+@settings(max_examples=200, deadline=None, database=None)
+@given(
+    values=st.lists(
+        st.one_of(
+            st.integers(-3, 3),
+            st.sampled_from([-(2**63), 2**63 - 1, 2**62, -(2**31)]),
+            st.integers(-(2**63), 2**63 - 1),
+        ),
+        max_size=300,
+    ),
+    runs=st.booleans(),
+)
+def test_tally_is_the_distinct_values_and_their_counts(values: list[int], runs: bool) -> None:
+    if runs:  # runs of equal values, as a request's reuse times come
+        values = [v for v in values for _ in range(1 + abs(v) % 3)]
+    want = naive_tally(values)
+    found = core_c.profile.tally(np.array(values, dtype=np.int64), max(1, len(values)))
+    assert found is not None
+    got_values, got_counts = found
+    assert got_values.dtype == got_counts.dtype == np.int64
+    assert (got_values.tolist(), got_counts.tolist()) == want
+
+
+def test_tally_refuses_more_distinct_values_than_its_room() -> None:
+    values = np.array([5, 1, 5, 2, 1, 7, 7, 7], dtype=np.int64)  # 4 distinct
+    found = core_c.profile.tally(values, 4)
+    assert found is not None and found[0].tolist() == [1, 2, 5, 7] and found[1].tolist() == [2, 1, 2, 3]
+    assert core_c.profile.tally(values, 3) is None
+    assert core_c.profile.tally(values, 0) is None
+    empty = core_c.profile.tally(np.empty(0, dtype=np.int64), 0)
+    assert empty is not None and len(empty[0]) == len(empty[1]) == 0
+
+
+def test_tally_of_many_values_grows_its_map() -> None:
+    rng = np.random.default_rng(7)
+    values = rng.integers(-(10**12), 10**12, size=50_000)
+    values[::3] = values[0]  # one value repeated, apart from its runs
+    want_values, want_counts = np.unique(values, return_counts=True)
+    found = core_c.profile.tally(values, len(values))
+    assert found is not None
+    assert np.array_equal(found[0], want_values) and np.array_equal(found[1], want_counts)
+    assert core_c.profile.tally(values, len(want_values) - 1) is None
