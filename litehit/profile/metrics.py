@@ -73,10 +73,14 @@ def tally(values: Int64Array, *, in_place: bool = False) -> Tally:
     if found is None:
         ordered = values if in_place else values.copy()
         ordered.sort()
-        starts = np.flatnonzero(ordered[1:] != ordered[:-1]) + 1
-        bounds = np.concatenate([[0], starts, [len(ordered)]])
-        found = ordered[bounds[:-1]], np.diff(bounds)
+        starts = _run_starts(ordered)
+        found = ordered[starts], np.diff(np.append(starts, len(ordered)))
     return Tally(found[0], found[1], _exact_sum(values))
+
+
+def _run_starts(ordered: Int64Array) -> Int64Array:
+    """Where each run of equal values of a sorted, non-empty array starts."""
+    return np.concatenate([[0], np.flatnonzero(ordered[1:] != ordered[:-1]) + 1])
 
 
 def merge_tallies(tallies: Sequence[Tally]) -> Tally:
@@ -90,7 +94,7 @@ def merge_tallies(tallies: Sequence[Tally]) -> Tally:
     counts = np.concatenate([t.counts for t in given])
     order = np.argsort(values, kind="stable")
     values, counts = values[order], counts[order]
-    starts = np.concatenate([[0], np.flatnonzero(values[1:] != values[:-1]) + 1])
+    starts = _run_starts(values)
     return Tally(values[starts], np.add.reduceat(counts, starts), sum(t.total for t in given))
 
 
