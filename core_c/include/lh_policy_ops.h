@@ -21,18 +21,19 @@ typedef struct lh_slot {
   uint64_t seq;   /* sequence number of the last access */
   int64_t ts;     /* timestamp (ns) of the request of the last access */
   uint64_t count; /* accesses since insertion: 1 at insertion, +1 per hit */
-  uint64_t prio;  /* policy-defined (GDFS: H; LFU: bucket) */
+  uint64_t prio;  /* policy-defined (GDFS: H; LFU: bucket; WA: request number of the last access) */
   uint32_t prev, next;
-  uint32_t aux;   /* policy-defined (GDFS: heap position) */
+  uint32_t aux;   /* policy-defined (GDFS: its bucket; WA: its key's trace-level entry) */
   int32_t cat;    /* category of the request of the last access */
   int32_t offset; /* index of the block in that request */
 } lh_slot;
 
 /* What the policy sees of the request being committed. */
 typedef struct lh_access {
-  int64_t now;    /* the request's timestamp */
-  int32_t cat;    /* its category */
-  int32_t offset; /* the position being committed */
+  int64_t now;     /* the request's timestamp */
+  int32_t cat;     /* its category */
+  int32_t offset;  /* the position being committed */
+  int64_t last_ts; /* on_hit: the slot's ts before this access */
 } lh_access;
 
 typedef struct lh_policy_ops {
@@ -44,14 +45,20 @@ typedef struct lh_policy_ops {
    * allocating: 0, -1 (out of memory) or -2 (an index would not fit 32 bits); nothing changed
    * on failure. */
   int (*reserve)(void *state, size_t slots, const int64_t *keys, size_t n, int32_t cat);
-  /* Called once per request before its lookup (WA: fits and reuse observations). Cannot fail
-   * after a successful reserve. */
-  void (*begin_request)(void *state, const int64_t *keys, size_t n, int64_t now, int32_t cat);
+  /* Called once per request after its lookup, before its commit (WA: fits and reuse
+   * observations): found[j] is the slot of keys[j] if that key is resident (whether or not it is
+   * a hit: a TTL may have expired it), else LH_NIL. Cannot fail after a successful reserve. May
+   * be NULL: the lookup then stops at the first key that is not a hit. */
+  void (*begin_request)(void *state, const int64_t *keys, const uint32_t *found, size_t n, int64_t now, int32_t cat);
   void (*on_insert)(void *state, lh_slot *slots, uint32_t s, const lh_access *a);
   void (*on_hit)(void *state, lh_slot *slots, uint32_t s, const lh_access *a);
   /* Picks the victim among the resident slots (there is at least one), unlinks it from the
    * policy's structure and returns it. */
   uint32_t (*evict)(void *state, lh_slot *slots, const lh_access *a);
+  /* A hint, read after each eviction: the slot evict would pick next if nothing changed before
+   * it, its list successor likely the one after (the simulator prefetches the key map's slot of
+   * the first and the second's slot); LH_NIL when not cheaply known. May be NULL. */
+  uint32_t (*next_victim)(const void *state, const lh_slot *slots);
   size_t (*memory)(const void *state);
   /* Fills the policy's part of the statistics (may be NULL). */
   void (*stats)(const void *state, lh_sim_stats *stats);
@@ -87,9 +94,9 @@ int64_t lh_select_i64(int64_t *a, size_t n, size_t k, int rounds);
 int lh_policy_list_create(void **state, const lh_wa_params *wa, char *err, size_t errlen);
 void lh_policy_list_destroy(void *state);
 int lh_policy_reserve_nothing(void *state, size_t slots, const int64_t *keys, size_t n, int32_t cat);
-void lh_policy_begin_nothing(void *state, const int64_t *keys, size_t n, int64_t now, int32_t cat);
 void lh_policy_list_append(void *state, lh_slot *slots, uint32_t s, const lh_access *a);
 uint32_t lh_policy_list_evict_head(void *state, lh_slot *slots, const lh_access *a);
+uint32_t lh_policy_list_head(const void *state, const lh_slot *slots);
 size_t lh_policy_list_memory(const void *state);
 
 /* ---- doubly linked lists threaded through lh_slot.prev/next (head = least recent) ---- */

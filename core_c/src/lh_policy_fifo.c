@@ -18,10 +18,10 @@ const lh_policy_ops lh_policy_fifo = {
     .create = lh_policy_list_create,
     .destroy = lh_policy_list_destroy,
     .reserve = lh_policy_reserve_nothing,
-    .begin_request = lh_policy_begin_nothing,
     .on_insert = lh_policy_list_append,
     .on_hit = fifo_hit,
     .evict = lh_policy_list_evict_head,
+    .next_victim = lh_policy_list_head,
     .memory = lh_policy_list_memory,
     .check = fifo_check,
 };

@@ -30,13 +30,14 @@ typedef struct gdfs {
   uint32_t *heap; /* buckets, smallest H first */
   size_t heap_cap, heap_len;
   uint64_t clock; /* L */
+  uint32_t last;  /* the bucket bucket_of returned last (LH_NIL once dropped): insertions at one clock share it */
 } gdfs;
 
 static int gdfs_create(void **state, const lh_wa_params *wa, char *err, size_t errlen) {
   (void)wa;
   gdfs *g = calloc(1, sizeof *g);
   if (g == NULL) return lh_fail(err, errlen, LH_ENOMEM, "out of memory creating the gdfs policy");
-  g->free_head = LH_NIL;
+  g->free_head = g->last = LH_NIL;
   *state = g;
   return LH_OK;
 }
@@ -97,8 +98,9 @@ static void sift_down(gdfs *g, size_t i) {
 
 /* The bucket of priority h, created (and put in the heap) when missing. */
 static uint32_t bucket_of(gdfs *g, uint64_t h) {
+  if (g->last != LH_NIL && g->b[g->last].h == h) return g->last;
   uint32_t k = lh_keymap_get(&g->by_h, (int64_t)h);
-  if (k != LH_NIL) return k;
+  if (k != LH_NIL) return g->last = k;
   if (g->free_head != LH_NIL) {
     k = g->free_head;
     g->free_head = g->b[k].heap_at;
@@ -110,7 +112,7 @@ static uint32_t bucket_of(gdfs *g, uint64_t h) {
   lh_keymap_put(&g->by_h, (int64_t)h, k);
   g->heap[g->heap_len] = k;
   sift_up(g, g->heap_len++);
-  return k;
+  return g->last = k;
 }
 
 static void drop_if_empty(gdfs *g, uint32_t k) {
@@ -123,6 +125,7 @@ static void drop_if_empty(gdfs *g, uint32_t k) {
     sift_down(g, g->b[last].heap_at);
   }
   lh_keymap_del(&g->by_h, (int64_t)g->b[k].h);
+  if (g->last == k) g->last = LH_NIL;
   g->b[k].heap_at = g->free_head;
   g->free_head = k;
 }
@@ -157,6 +160,12 @@ static uint32_t gdfs_evict(void *state, lh_slot *slots, const lh_access *a) {
   lh_list_unlink(&g->b[k].items, slots, victim);
   drop_if_empty(g, k);
   return victim;
+}
+
+static uint32_t gdfs_next_victim(const void *state, const lh_slot *slots) {
+  (void)slots;
+  const gdfs *g = state;
+  return g->heap_len ? g->b[g->heap[0]].items.head : LH_NIL;
 }
 
 static size_t gdfs_memory(const void *state) {
@@ -195,10 +204,10 @@ const lh_policy_ops lh_policy_gdfs = {
     .create = gdfs_create,
     .destroy = gdfs_destroy,
     .reserve = gdfs_reserve,
-    .begin_request = lh_policy_begin_nothing,
     .on_insert = gdfs_insert,
     .on_hit = gdfs_hit,
     .evict = gdfs_evict,
+    .next_victim = gdfs_next_victim,
     .memory = gdfs_memory,
     .check = gdfs_check,
 };

@@ -113,6 +113,12 @@ static uint32_t lfu_evict(void *state, lh_slot *slots, const lh_access *a) {
   return victim;
 }
 
+static uint32_t lfu_next_victim(const void *state, const lh_slot *slots) {
+  (void)slots;
+  const lfu *f = state;
+  return f->first != LH_NIL ? f->b[f->first].items.head : LH_NIL;
+}
+
 static size_t lfu_memory(const void *state) {
   const lfu *f = state;
   return sizeof *f + f->cap * sizeof(bucket);
@@ -148,10 +154,10 @@ const lh_policy_ops lh_policy_lfu = {
     .create = lfu_create,
     .destroy = lfu_destroy,
     .reserve = lfu_reserve,
-    .begin_request = lh_policy_begin_nothing,
     .on_insert = lfu_insert,
     .on_hit = lfu_hit,
     .evict = lfu_evict,
+    .next_victim = lfu_next_victim,
     .memory = lfu_memory,
     .check = lfu_check,
 };

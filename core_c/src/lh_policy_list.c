@@ -21,10 +21,6 @@ int lh_policy_reserve_nothing(void *state, size_t slots, const int64_t *keys, si
   return 0;
 }
 
-void lh_policy_begin_nothing(void *state, const int64_t *keys, size_t n, int64_t now, int32_t cat) {
-  (void)state, (void)keys, (void)n, (void)now, (void)cat;
-}
-
 void lh_policy_list_append(void *state, lh_slot *slots, uint32_t s, const lh_access *a) {
   (void)a;
   lh_list_append(state, slots, s);
@@ -36,6 +32,11 @@ uint32_t lh_policy_list_evict_head(void *state, lh_slot *slots, const lh_access 
   uint32_t victim = l->head;
   lh_list_unlink(l, slots, victim);
   return victim;
+}
+
+uint32_t lh_policy_list_head(const void *state, const lh_slot *slots) {
+  (void)slots;
+  return ((const lh_slot_list *)state)->head;
 }
 
 size_t lh_policy_list_memory(const void *state) {

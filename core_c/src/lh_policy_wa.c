@@ -20,6 +20,15 @@
  *
  * Observation sums are exact integers (ns, 128-bit), and a rate is (double)count / (double)sum,
  * so results do not depend on the order of summation.
+ *
+ * Where a key's last access is kept: a resident key's in its slot (ts and cat as the simulator
+ * and wa_hit leave them, the request number in prio), so a hit observes at its commit without a
+ * look in the trace-level map; every other key's in its entry of that map (`seen`), written when
+ * the key is evicted and when a request misses it. A resident slot's aux is its key's entry.
+ * A request observes each of its distinct keys once: one not resident at its lookup in
+ * wa_begin; a resident one at the first of its accesses the commit (tail to head) makes, a hit,
+ * or an insertion after this commit evicted it. Observations wait for no fit (fits come before
+ * a request's lookup), and their order does not matter (sums, counts, a p90).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -51,7 +60,7 @@ typedef struct wa_cat {
   double log_life; /* log(-expm1(-rate * life_ns)) for the current rate */
 } wa_cat;
 
-typedef struct seen_key { /* the last access of a key, at trace level */
+typedef struct seen_key { /* the last access of a key while it is not resident */
   int64_t ts;
   uint64_t req; /* request number */
   int32_t cat;
@@ -72,14 +81,15 @@ typedef struct wa {
   int started, fits_exhausted;
   int64_t next_fit;
   uint64_t fits;
-  /* every key ever accessed -> its last access */
+  /* every key ever accessed -> its entry in keys */
   lh_keymap seen;
   seen_key *keys;
   size_t n_seen, cap_seen;
   uint64_t req_no;
+  uint32_t next_victim; /* the hint of the last eviction (wa_next_victim) */
   /* observation runs in the window, oldest first (a ring) */
   obs_run *runs;
-  size_t cap_runs, head_run, n_runs;
+  size_t cap_runs, head_run, n_runs; /* cap_runs: a power of two */
   /* the reuse times observed before the first fit, while life is still to be derived */
   int64_t *sample;
   size_t n_sample, cap_sample;
@@ -131,7 +141,7 @@ static int grow_runs(wa *w, size_t need) {
   while (cap < need) cap *= 2;
   obs_run *r = malloc(cap * sizeof *r);
   if (r == NULL) return -1;
-  for (size_t i = 0; i < w->n_runs; i++) r[i] = w->runs[(w->head_run + i) % w->cap_runs];
+  for (size_t i = 0; i < w->n_runs; i++) r[i] = w->runs[(w->head_run + i) & (w->cap_runs - 1)];
   free(w->runs);
   w->runs = r;
   w->cap_runs = cap;
@@ -225,7 +235,7 @@ static void fit(wa *w, int64_t t) {
     w->cats[r->cat].sum -= r->sum;
     w->all_count -= r->count;
     w->all_sum -= r->sum;
-    w->head_run = (w->head_run + 1) % w->cap_runs;
+    w->head_run = (w->head_run + 1) & (w->cap_runs - 1);
     w->n_runs--;
   }
   if (!w->life_fixed) {
@@ -243,10 +253,10 @@ static void fit(wa *w, int64_t t) {
   w->fits++;
 }
 
-static void observe(wa *w, int64_t now, int32_t cat, uint64_t value) {
-  obs_run *tail = w->n_runs ? &w->runs[(w->head_run + w->n_runs - 1) % w->cap_runs] : NULL;
+static inline void observe(wa *w, int64_t now, int32_t cat, uint64_t value) {
+  obs_run *tail = w->n_runs ? &w->runs[(w->head_run + w->n_runs - 1) & (w->cap_runs - 1)] : NULL;
   if (tail == NULL || tail->ts != now || tail->cat != cat) {
-    tail = &w->runs[(w->head_run + w->n_runs++) % w->cap_runs];
+    tail = &w->runs[(w->head_run + w->n_runs++) & (w->cap_runs - 1)];
     tail->ts = now;
     tail->cat = cat;
     tail->count = 0;
@@ -261,7 +271,7 @@ static void observe(wa *w, int64_t now, int32_t cat, uint64_t value) {
   if (!w->life_fixed) w->sample[w->n_sample++] = (int64_t)value;
 }
 
-static void wa_begin(void *state, const int64_t *keys, size_t n, int64_t now, int32_t cat) {
+static void wa_begin(void *state, const int64_t *keys, const uint32_t *found, size_t n, int64_t now, int32_t cat) {
   wa *w = state;
   if ((size_t)cat >= w->n_cats) w->n_cats = (size_t)cat + 1;
   if (!w->started) {
@@ -293,14 +303,11 @@ static void wa_begin(void *state, const int64_t *keys, size_t n, int64_t now, in
     }
   }
   w->req_no++;
-  for (size_t j = 0; j < n; j++) lh_keymap_prefetch(&w->seen, keys[j]);
-#if defined(__GNUC__)
-  for (size_t j = 0; j < n; j++) { /* the last accesses too: a lookup then waits for one line, not two */
-    uint32_t i = lh_keymap_get(&w->seen, keys[j]);
-    if (i != LH_NIL) __builtin_prefetch(&w->keys[i], 1, 3);
-  }
-#endif
   for (size_t j = 0; j < n; j++) {
+    if (found[j] == LH_NIL) lh_keymap_prefetch(&w->seen, keys[j]);
+  }
+  for (size_t j = 0; j < n; j++) {
+    if (found[j] != LH_NIL) continue; /* resident: observed at its commit */
     uint32_t i = lh_keymap_get(&w->seen, keys[j]);
     if (i == LH_NIL) {
       i = (uint32_t)w->n_seen++;
@@ -310,7 +317,7 @@ static void wa_begin(void *state, const int64_t *keys, size_t n, int64_t now, in
     } else {
       observe(w, now, w->keys[i].cat, (uint64_t)now - (uint64_t)w->keys[i].ts);
     }
-    w->keys[i].ts = now;
+    w->keys[i].ts = now; /* for a request the commit does not insert (capacity 0) */
     w->keys[i].req = w->req_no;
     w->keys[i].cat = cat;
   }
@@ -336,41 +343,78 @@ static void unlink_slot(wa *w, lh_slot *slots, uint32_t s) {
 }
 
 static void wa_insert(void *state, lh_slot *slots, uint32_t s, const lh_access *a) {
+  wa *w = state;
+  uint32_t i = lh_keymap_get(&w->seen, slots[s].key); /* every key accessed has an entry */
+  seen_key *k = &w->keys[i];
+  if (k->req != w->req_no) { /* resident at the lookup, evicted since by this commit */
+    observe(w, a->now, k->cat, (uint64_t)a->now - (uint64_t)k->ts);
+  }
   slots[s].cat = a->cat;
   slots[s].offset = a->offset;
-  link(state, slots, s, a->cat);
+  slots[s].prio = w->req_no;
+  slots[s].aux = i;
+  link(w, slots, s, a->cat);
 }
 
 static void wa_hit(void *state, lh_slot *slots, uint32_t s, const lh_access *a) {
-  unlink_slot(state, slots, s);
+  wa *w = state;
+  if (slots[s].prio != w->req_no) observe(w, a->now, slots[s].cat, (uint64_t)a->now - (uint64_t)a->last_ts);
+  unlink_slot(w, slots, s);
   slots[s].cat = a->cat;
   slots[s].offset = a->offset;
-  link(state, slots, s, a->cat);
+  slots[s].prio = w->req_no;
+  link(w, slots, s, a->cat);
+}
+
+/* Whether candidate s (log ReuseProb lp; unused before the first fit) is evicted before t. */
+static inline int precedes(const wa *w, const lh_slot *slots, uint32_t s, double lp, uint32_t t, double t_lp) {
+  if (!w->any_rate) return slots[s].seq < slots[t].seq; /* exactly LRU: the least recent of the heads */
+  if (lp != t_lp) return lp < t_lp;
+  if (slots[s].offset != slots[t].offset) return slots[s].offset > slots[t].offset;
+  return slots[s].seq < slots[t].seq;
 }
 
 static uint32_t wa_evict(void *state, lh_slot *slots, const lh_access *a) {
   wa *w = state;
-  uint32_t best = LH_NIL;
-  double best_lp = 0;
+  uint32_t best = LH_NIL, second = LH_NIL;
+  double best_lp = 0, second_lp = 0;
   for (size_t i = 0; i < w->n_active; i++) {
     const wa_cat *c = &w->cats[w->active[i]];
     uint32_t s = c->list.head;
-    if (!w->any_rate) { /* exactly LRU: the least recent of the heads */
-      if (best == LH_NIL || slots[s].seq < slots[best].seq) best = s;
-      continue;
+    double lp = 0;
+    if (w->any_rate) {
+      double rate = c->rate > 0 ? c->rate : w->rate_all;
+      double log_life = c->rate > 0 ? c->log_life : w->log_life_all;
+      lp = log_life - rate * (double)((uint64_t)a->now - (uint64_t)slots[s].ts);
     }
-    double rate = c->rate > 0 ? c->rate : w->rate_all;
-    double log_life = c->rate > 0 ? c->log_life : w->log_life_all;
-    double lp = log_life - rate * (double)((uint64_t)a->now - (uint64_t)slots[s].ts);
-    if (best == LH_NIL || lp < best_lp ||
-        (lp == best_lp && (slots[s].offset > slots[best].offset ||
-                           (slots[s].offset == slots[best].offset && slots[s].seq < slots[best].seq)))) {
+    if (best == LH_NIL || precedes(w, slots, s, lp, best, best_lp)) {
+      second = best;
+      second_lp = best_lp;
       best = s;
       best_lp = lp;
+    } else if (second == LH_NIL || precedes(w, slots, s, lp, second, second_lp)) {
+      second = s;
+      second_lp = lp;
     }
   }
   unlink_slot(w, slots, best);
+  /* The next victim if nothing changes: the runner-up, or the next head of its own category
+   * (whose slot the simulator prefetched as the previous hint's successor). */
+  w->next_victim = second != LH_NIL ? second : w->cats[slots[best].cat].list.head;
+#if defined(__GNUC__)
+  const wa_cat *c = &w->cats[slots[best].cat]; /* its category's next candidate, for the next eviction */
+  if (c->list.head != LH_NIL) __builtin_prefetch(&slots[c->list.head], 0, 3);
+#endif
+  seen_key *k = &w->keys[slots[best].aux]; /* its last access, from now on kept in its entry */
+  k->ts = slots[best].ts;
+  k->req = slots[best].prio;
+  k->cat = slots[best].cat;
   return best;
+}
+
+static uint32_t wa_next_victim(const void *state, const lh_slot *slots) {
+  (void)slots;
+  return ((const wa *)state)->next_victim;
 }
 
 static size_t wa_memory(const void *state) {
@@ -414,6 +458,9 @@ static int wa_check(const void *state, const lh_slot *slots, uint64_t resident, 
     if (rc != LH_OK) return rc;
     for (uint32_t s = k->list.head; s != LH_NIL; s = slots[s].next) {
       if ((size_t)slots[s].cat != c) return lh_fail(err, errlen, LH_EINVAL, "wa: slot %u in the wrong category", s);
+      if (lh_keymap_get(&w->seen, slots[s].key) != slots[s].aux || slots[s].prio > w->req_no) {
+        return lh_fail(err, errlen, LH_EINVAL, "wa: slot %u's entry or request number is wrong", s);
+      }
     }
     if (k->list.len) {
       active++;
@@ -439,6 +486,7 @@ const lh_policy_ops lh_policy_wa = {
     .on_insert = wa_insert,
     .on_hit = wa_hit,
     .evict = wa_evict,
+    .next_victim = wa_next_victim,
     .memory = wa_memory,
     .stats = wa_stats,
     .rate = wa_rate,

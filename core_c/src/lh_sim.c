@@ -22,7 +22,7 @@ struct lh_sim {
   int64_t ttl_ns; /* 0: none (lh_sim_set_ttl) */
   int64_t last_ts;
   int started;
-  /* per-request scratch: the slot of each prefix hit found by the lookup */
+  /* per-request scratch: the slot of each key the lookup found resident (LH_NIL: not resident) */
   uint32_t *found;
   size_t cap_found;
   /* eviction log of the current batch */
@@ -112,6 +112,7 @@ int lh_policy_grow(void **p, size_t *cap, size_t need, size_t elem) {
   }
   void *q = realloc(*p, c * elem);
   if (q == NULL) return -1;
+  lh_advise_huge(q, c * elem); /* slots and per-key entries are read at random */
   *p = q;
   *cap = c;
   return 0;
@@ -204,33 +205,58 @@ static inline int alive(const lh_sim *s, uint32_t slot, int64_t now) {
 
 void lh_sim_set_ttl(lh_sim *s, int64_t ttl_ns) { s->ttl_ns = ttl_ns > 0 ? ttl_ns : 0; }
 
+/* After an eviction: the next victim's key map slot, and its list successor's slot, on their
+ * way into the cache (the victim's own slot was the successor prefetched the time before). */
+static inline void prefetch_victims(const lh_sim *s) {
+#if defined(__GNUC__)
+  if (s->ops->next_victim == NULL) return;
+  uint32_t v = s->ops->next_victim(s->policy, s->slots);
+  if (v == LH_NIL) return;
+  lh_keymap_prefetch(&s->map, s->slots[v].key);
+  if (s->slots[v].next != LH_NIL) __builtin_prefetch(&s->slots[s->slots[v].next], 0, 3);
+#else
+  (void)s;
+#endif
+}
+
 static int64_t run_request(lh_sim *s, const int64_t *keys, size_t n, int64_t now, int32_t cat, int64_t r,
                            const miss_out *out) {
-  s->ops->begin_request(s->policy, keys, n, now, cat);
+  /* The lookup: found[0 .. known) are the slots of keys[0 .. known) (LH_NIL: not resident), the
+   * prefix hits and the key that ends them, or every key for a policy that reads them */
+  int all = s->ops->begin_request != NULL;
   for (size_t j = 0; j < n; j++) lh_keymap_prefetch(&s->map, keys[j]);
-  size_t hits = 0;
-  while (hits < n) {
-    uint32_t slot = lh_keymap_get(&s->map, keys[hits]);
-    if (slot == LH_NIL || !alive(s, slot, now)) break;
+  size_t hits = 0, known = 0;
+  while (known < n) {
+    uint32_t slot = lh_keymap_get(&s->map, keys[known]);
 #if defined(__GNUC__)
-    __builtin_prefetch(&s->slots[slot], 1, 3); /* the commit touches it (tail to head) */
+    if (slot != LH_NIL) __builtin_prefetch(&s->slots[slot], 1, 3); /* the commit touches it (tail to head) */
 #endif
-    s->found[hits++] = slot;
+    s->found[known++] = slot;
+    if (hits + 1 == known && slot != LH_NIL && alive(s, slot, now)) {
+      hits++;
+    } else if (!all) {
+      break;
+    }
   }
+  if (all) s->ops->begin_request(s->policy, keys, s->found, n, now, cat);
   if (out != NULL) classify_miss(s, keys, n, hits, &out->outcome[r], &out->key[r], &out->evicted_at[r]);
   int64_t second = floor_second(now);
   if (second != s->second) {
     s->second = second;
     s->second_evictions = 0;
   }
-  lh_access a = {now, cat, 0};
+  lh_access a = {now, cat, 0, 0};
   for (size_t j = n; j-- > 0;) {
     int64_t key = keys[j];
-    uint32_t slot = j < hits && s->slots[s->found[j]].key == key ? s->found[j] : lh_keymap_get(&s->map, key);
+    /* the slot the lookup found, unless this commit evicted that key (and gave its slot to
+     * another); a key not resident then may have been inserted since by a later duplicate */
+    uint32_t slot = j < known ? s->found[j] : LH_NIL;
+    if (slot == LH_NIL || s->slots[slot].key != key) slot = lh_keymap_get(&s->map, key);
     a.offset = (int32_t)(j > INT32_MAX ? INT32_MAX : j);
     s->seq++;
     if (slot != LH_NIL) {
       lh_slot *b = &s->slots[slot];
+      a.last_ts = b->ts;
       b->seq = s->seq;
       b->ts = now;
       b->count++;
@@ -247,6 +273,7 @@ static int64_t run_request(lh_sim *s, const int64_t *keys, size_t n, int64_t now
       }
       note_eviction(s, s->slots[slot].key);
       s->stats.evictions++;
+      prefetch_victims(s);
     } else {
       slot = (uint32_t)s->n_slots++;
     }

@@ -96,6 +96,21 @@ static void test_errors(void) {
  * gaps of 0..3 s. With contract = 0 the chains break it (a child may equal another request's
  * head, and keys repeat inside a request): the lane core then raises thresholds to keep them
  * strictly increasing, so its facts are a lower bound of exact LRU. */
+/* The lane core's facts of n requests (segments and their offsets, for lh_project_blocks), in
+ * arrays the caller frees. */
+static void lane_facts(const int64_t *keys, const int64_t *offsets, const int64_t *ts, size_t n, int64_t **segs,
+                       int64_t **seg_offsets) {
+  lh_lane *lane = NULL;
+  char err[LH_ERR_LEN];
+  size_t done = 0;
+  CHECK(lh_lane_create(&lane, 0, 0, err, sizeof err) == LH_OK);
+  *segs = malloc(2 * (size_t)offsets[n] * sizeof **segs);
+  *seg_offsets = malloc((n + 1) * sizeof **seg_offsets);
+  CHECK(lh_lane_process_batch(lane, keys, (size_t)offsets[n], offsets, ts, n, *segs, *seg_offsets, NULL, &done, err,
+                              sizeof err) == LH_OK);
+  lh_lane_destroy(lane);
+}
+
 static void test_random(int contract) {
   enum { N = 3000, CAPS = 6 };
   const uint64_t caps[CAPS] = {0, 1, 3, 8, 40, 200};
@@ -117,14 +132,11 @@ static void test_random(int contract) {
     ts[r] = now;
     cats[r] = (int32_t)(rnd() % 3);
   }
-  /* the lane core's facts at every capacity */
-  lh_lane *lane = NULL;
+  /* the lane core's facts, projected at every capacity */
   char err[LH_ERR_LEN];
-  CHECK(lh_lane_create(&lane, 0, 0, err, sizeof err) == LH_OK);
-  int64_t *segs = malloc(2 * (size_t)offsets[N] * sizeof *segs), *seg_offsets = malloc((N + 1) * sizeof *seg_offsets);
   size_t done = 0;
-  CHECK(lh_lane_process_batch(lane, keys, (size_t)offsets[N], offsets, ts, N, segs, seg_offsets, NULL, &done, err,
-                              sizeof err) == LH_OK);
+  int64_t *segs, *seg_offsets;
+  lane_facts(keys, offsets, ts, N, &segs, &seg_offsets);
   for (int policy = LH_POLICY_LRU; policy <= LH_POLICY_WA; policy++) {
     for (size_t c = 0; c < CAPS; c++) {
       lh_sim *s = make(policy, caps[c]);
@@ -148,7 +160,47 @@ static void test_random(int contract) {
       lh_sim_destroy(s);
     }
   }
-  lh_lane_destroy(lane);
+  free(keys), free(offsets), free(ts), free(hits), free(cats), free(segs), free(seg_offsets);
+}
+
+/* Tables past 4 MiB, which the key map and the simulator's slot array take in blocks advised
+ * into huge pages (lh_advise_huge): 240,000 distinct keys, prefix-closed (a key determines the
+ * keys before it), so LRU's hits equal the lane core's projection exactly; WA's invariants. */
+static void test_large_tables(void) {
+  enum { N = 80000, CAPACITY = 100000 };
+  int64_t *keys = malloc(8 * N * sizeof *keys), *offsets = malloc((N + 1) * sizeof *offsets);
+  int64_t *ts = malloc(N * sizeof *ts), *hits = malloc(N * sizeof *hits);
+  int32_t *cats = malloc(N * sizeof *cats);
+  offsets[0] = 0;
+  for (size_t r = 0; r < N; r++) {
+    size_t n = 1 + rnd() % 8;
+    int64_t k = ((int64_t)1 << 36) + (int64_t)(rnd() % 30000); /* each position its own range */
+    for (size_t j = 0; j < n; j++) keys[offsets[r] + (int64_t)j] = k = k * 8 + 1 + (int64_t)j;
+    offsets[r + 1] = offsets[r] + (int64_t)n;
+    ts[r] = (int64_t)r * 1000000;
+    cats[r] = (int32_t)(rnd() % 3);
+  }
+  char err[LH_ERR_LEN];
+  size_t done = 0;
+  int64_t *segs, *seg_offsets;
+  lane_facts(keys, offsets, ts, N, &segs, &seg_offsets);
+  lh_sim *lru = make(LH_POLICY_LRU, CAPACITY), *wa = make(LH_POLICY_WA, CAPACITY);
+  CHECK(lh_sim_process_batch(lru, keys, (size_t)offsets[N], offsets, ts, cats, N, hits, &done, err, sizeof err) ==
+        LH_OK);
+  for (size_t r = 0; r < N; r++) {
+    uint64_t want =
+        lh_project_blocks(segs + 2 * seg_offsets[r], (size_t)(seg_offsets[r + 1] - seg_offsets[r]), CAPACITY);
+    CHECK((uint64_t)hits[r] == want);
+  }
+  CHECK(lh_sim_process_batch(wa, keys, (size_t)offsets[N], offsets, ts, cats, N, hits, &done, err, sizeof err) ==
+        LH_OK);
+  lh_sim_stats st;
+  lh_sim_get_stats(lru, &st);
+  CHECK(st.resident == CAPACITY && st.memory_bytes > ((size_t)4 << 20));
+  CHECK(lh_sim_check(lru, err, sizeof err) == LH_OK);
+  CHECK(lh_sim_check(wa, err, sizeof err) == LH_OK);
+  lh_sim_destroy(lru);
+  lh_sim_destroy(wa);
   free(keys), free(offsets), free(ts), free(hits), free(cats), free(segs), free(seg_offsets);
 }
 
@@ -302,6 +354,7 @@ int main(void) {
   test_errors();
   test_random(1);
   test_random(0);
+  test_large_tables();
   test_evidence_golden();
   test_evidence_errors();
   test_evidence_random();
