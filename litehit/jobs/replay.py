@@ -102,7 +102,7 @@ class _FactsMerger:
         self.publisher.write(header_for(plan.extended))
         self.rows = 0
         self.start = time.perf_counter()
-        self._writing = OneBehind("litehit-facts")  # renders and writes a chunk behind the lanes
+        self._writing = OneBehind("litehit-facts", helper=True)  # renders and writes a chunk behind the lanes
         self.curves: LaneCurves | None = None  # the summary's curves, made as the rows are written
         if not any(lane.hybrid for lane in plan.lanes):
             from litehit.curve import LaneCurves

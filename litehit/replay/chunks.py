@@ -17,7 +17,7 @@ from functools import partial
 from pathlib import Path
 
 from litehit.errors import ReplayCancelled, ReplayError, TraceError
-from litehit.replay.ordered_map import ordered_map
+from litehit.replay.ordered_map import ordered_map, run_as_helper
 from litehit.replay.plan import ChunkPlan, ReplayPlan, plan_chunk
 from litehit.spec import ReplaySpec, TraceFormat
 from litehit.traces.formats import detect_format
@@ -130,7 +130,7 @@ class TraceChunks:
             last_ts[0] = chunk.last_timestamp
             return chunk
 
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="litehit-plan") as pool:
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="litehit-plan", initializer=run_as_helper) as pool:
             pending: Future[ChunkPlan] | None = None
             while True:
                 try:

@@ -9,18 +9,39 @@ GIL, so threads give real parallelism without pickling chunks between processes.
 
 from __future__ import annotations
 
+import os
 import queue
+import sys
 import threading
 from collections.abc import Callable, Generator, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TypeVar
 
-__all__ = ["OneBehind", "ordered_map"]
+__all__ = ["HELPER_NICENESS", "OneBehind", "ordered_map", "run_as_helper"]
 
 T = TypeVar("T")
 R = TypeVar("R")
 
 _DONE = object()
+
+HELPER_NICENESS = 5
+"""How many nice levels below the process's main thread the pipeline's helper threads run."""
+
+
+def run_as_helper() -> None:
+    """Lowers the calling thread's priority HELPER_NICENESS nice levels below the process's main
+    thread (Linux: each thread has a nice value of its own). A pass over a trace keeps more
+    threads busy than there are cores: reading, scanning, planning and rendering help the one
+    thread that feeds the engine, the critical path of every chunk. Run as helpers, they get
+    the cores that thread leaves, and it waits less for a core. Elsewhere, or if the kernel
+    refuses, nothing changes."""
+    if sys.platform != "linux":
+        return
+    try:
+        main = os.getpriority(os.PRIO_PROCESS, os.getpid())  # on Linux: the main thread's
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), min(19, main + HELPER_NICENESS))
+    except OSError:
+        pass
 
 
 class _Failed:
@@ -37,7 +58,7 @@ def ordered_map(
     limit = ahead if ahead is not None else max(2, 2 * workers)
     slots: queue.Queue[object] = queue.Queue(maxsize=limit)
     stop = threading.Event()
-    pool = ThreadPoolExecutor(max_workers=max(workers, 1), thread_name_prefix="litehit")
+    pool = ThreadPoolExecutor(max_workers=max(workers, 1), thread_name_prefix="litehit", initializer=run_as_helper)
 
     def put(entry: object) -> bool:
         while not stop.is_set():
@@ -49,6 +70,7 @@ def ordered_map(
         return False
 
     def feed() -> None:
+        run_as_helper()
         try:
             for item in items:
                 if stop.is_set() or not put(pool.submit(fn, item)):
@@ -86,17 +108,21 @@ class OneBehind:
     behind the caller (a pipeline stage that follows another by one chunk): ``submit`` first
     waits for the previous call and raises its failure, so nothing runs after a failed call and
     every failure surfaces, in order, at the next ``submit`` or at ``wait``. ``close`` waits for
-    the call in flight and ends the thread; the thread starts with the first call."""
+    the call in flight and ends the thread; the thread starts with the first call, as a helper
+    (run_as_helper) if ``helper``."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, *, helper: bool = False) -> None:
         self._name = name
+        self._helper = helper
         self._pool: ThreadPoolExecutor | None = None
         self._pending: Future[None] | None = None
 
     def submit(self, fn: Callable[..., None], *args: object) -> None:
         self.wait()
         if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=self._name)
+            self._pool = ThreadPoolExecutor(
+                max_workers=1, thread_name_prefix=self._name, initializer=run_as_helper if self._helper else None
+            )
         self._pending = self._pool.submit(fn, *args)
 
     def wait(self) -> None:
