@@ -28,7 +28,8 @@
  * A request observes each of its distinct keys once: one not resident at its lookup in
  * wa_begin; a resident one at the first of its accesses the commit (tail to head) makes, a hit,
  * or an insertion after this commit evicted it. Observations wait for no fit (fits come before
- * a request's lookup), and their order does not matter (sums, counts, a p90).
+ * a request's lookup), and their order does not matter (sums, counts, a p90): a request's are
+ * summed per category and enter the window as one run each when the next request begins.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -56,6 +57,8 @@ typedef struct wa_cat {
   uint32_t active_at; /* index in wa.active, LH_NIL when the list is empty */
   uint64_t count;     /* observations in the current window */
   u128 sum;
+  uint64_t req_count; /* observations of the current request, not yet in a run */
+  u128 req_sum;
   double rate;     /* per ns, 0 = never fitted */
   double log_life; /* log(-expm1(-rate * life_ns)) for the current rate */
 } wa_cat;
@@ -74,6 +77,9 @@ typedef struct wa {
   size_t n_cats, cap_cats;
   int32_t *active; /* categories with resident blocks */
   size_t n_active, cap_active;
+  int32_t *touched; /* categories the current request has observations of (req_count > 0) */
+  size_t n_touched, cap_touched;
+  int64_t req_now; /* the current request's timestamp */
   uint64_t all_count;
   u128 all_sum;
   double rate_all, log_life_all;
@@ -128,6 +134,7 @@ static void wa_destroy(void *state) {
   if (w == NULL) return;
   free(w->cats);
   free(w->active);
+  free(w->touched);
   lh_keymap_free(&w->seen);
   free(w->keys);
   free(w->runs);
@@ -159,13 +166,16 @@ static int wa_reserve(void *state, size_t slots, const int64_t *keys, size_t n, 
     lh_list_init(&w->cats[c].list);
     w->cats[c].active_at = LH_NIL;
   }
-  if (lh_policy_grow((void **)&w->active, &w->cap_active, w->cap_cats, sizeof(int32_t)) != 0) return -1;
+  if (lh_policy_grow((void **)&w->active, &w->cap_active, w->cap_cats, sizeof(int32_t)) != 0 ||
+      lh_policy_grow((void **)&w->touched, &w->cap_touched, w->cap_cats, sizeof(int32_t)) != 0) {
+    return -1;
+  }
   if (w->n_seen + n > (size_t)LH_NIL - 1) return -2;
   if (lh_keymap_reserve(&w->seen, n) != 0 ||
       lh_policy_grow((void **)&w->keys, &w->cap_seen, w->n_seen + n, sizeof(seen_key)) != 0) {
     return -1;
   }
-  if (grow_runs(w, w->n_runs + n) != 0) return -1;
+  if (grow_runs(w, w->n_runs + w->n_touched) != 0) return -1; /* the runs wa_begin flushes */
   if (!w->life_fixed && lh_policy_grow((void **)&w->sample, &w->cap_sample, w->n_sample + n, sizeof(int64_t)) != 0)
     return -1;
   return 0;
@@ -253,26 +263,38 @@ static void fit(wa *w, int64_t t) {
   w->fits++;
 }
 
-static inline void observe(wa *w, int64_t now, int32_t cat, uint64_t value) {
-  obs_run *tail = w->n_runs ? &w->runs[(w->head_run + w->n_runs - 1) & (w->cap_runs - 1)] : NULL;
-  if (tail == NULL || tail->ts != now || tail->cat != cat) {
-    tail = &w->runs[(w->head_run + w->n_runs++) & (w->cap_runs - 1)];
-    tail->ts = now;
-    tail->cat = cat;
-    tail->count = 0;
-    tail->sum = 0;
-  }
-  tail->count++;
-  tail->sum += value;
-  w->cats[cat].count++;
-  w->cats[cat].sum += value;
-  w->all_count++;
-  w->all_sum += value;
+/* Observes a reuse time of `value` ns for category cat at the current request: summed per
+ * category until the next request's flush_request makes them one run each. */
+static inline void observe(wa *w, int32_t cat, uint64_t value) {
+  wa_cat *c = &w->cats[cat];
+  if (c->req_count++ == 0) w->touched[w->n_touched++] = cat;
+  c->req_sum += value;
   if (!w->life_fixed) w->sample[w->n_sample++] = (int64_t)value;
+}
+
+/* The current request's observations into the window: a run per category (before any fit). */
+static void flush_request(wa *w) {
+  for (size_t i = 0; i < w->n_touched; i++) {
+    wa_cat *c = &w->cats[w->touched[i]];
+    obs_run *r = &w->runs[(w->head_run + w->n_runs++) & (w->cap_runs - 1)];
+    r->ts = w->req_now;
+    r->cat = w->touched[i];
+    r->count = c->req_count;
+    r->sum = c->req_sum;
+    c->count += c->req_count;
+    c->sum += c->req_sum;
+    w->all_count += c->req_count;
+    w->all_sum += c->req_sum;
+    c->req_count = 0;
+    c->req_sum = 0;
+  }
+  w->n_touched = 0;
 }
 
 static void wa_begin(void *state, const int64_t *keys, const uint32_t *found, size_t n, int64_t now, int32_t cat) {
   wa *w = state;
+  flush_request(w); /* the request before */
+  w->req_now = now;
   if ((size_t)cat >= w->n_cats) w->n_cats = (size_t)cat + 1;
   if (!w->started) {
     w->started = 1;
@@ -315,7 +337,7 @@ static void wa_begin(void *state, const int64_t *keys, const uint32_t *found, si
     } else if (w->keys[i].req == w->req_no) {
       continue; /* a second occurrence in this request observes nothing */
     } else {
-      observe(w, now, w->keys[i].cat, (uint64_t)now - (uint64_t)w->keys[i].ts);
+      observe(w, w->keys[i].cat, (uint64_t)now - (uint64_t)w->keys[i].ts);
     }
     w->keys[i].ts = now; /* for a request the commit does not insert (capacity 0) */
     w->keys[i].req = w->req_no;
@@ -347,7 +369,7 @@ static void wa_insert(void *state, lh_slot *slots, uint32_t s, const lh_access *
   uint32_t i = lh_keymap_get(&w->seen, slots[s].key); /* every key accessed has an entry */
   seen_key *k = &w->keys[i];
   if (k->req != w->req_no) { /* resident at the lookup, evicted since by this commit */
-    observe(w, a->now, k->cat, (uint64_t)a->now - (uint64_t)k->ts);
+    observe(w, k->cat, (uint64_t)a->now - (uint64_t)k->ts);
   }
   slots[s].cat = a->cat;
   slots[s].offset = a->offset;
@@ -358,7 +380,7 @@ static void wa_insert(void *state, lh_slot *slots, uint32_t s, const lh_access *
 
 static void wa_hit(void *state, lh_slot *slots, uint32_t s, const lh_access *a) {
   wa *w = state;
-  if (slots[s].prio != w->req_no) observe(w, a->now, slots[s].cat, (uint64_t)a->now - (uint64_t)a->last_ts);
+  if (slots[s].prio != w->req_no) observe(w, slots[s].cat, (uint64_t)a->now - (uint64_t)a->last_ts);
   unlink_slot(w, slots, s);
   slots[s].cat = a->cat;
   slots[s].offset = a->offset;
