@@ -1,5 +1,7 @@
 /* lh_common.c - error reporting helpers; memory advice. */
-#define _DEFAULT_SOURCE /* madvise (the build is -std=c99) */
+#ifndef _DEFAULT_SOURCE
+#define _DEFAULT_SOURCE /* madvise and MADV_HUGEPAGE (the build is -std=c99); without them, no advice */
+#endif
 #include "lh_common.h"
 
 #include <stdarg.h>

@@ -1,5 +1,7 @@
 /* lh_keymap.c - the int64 -> uint32 open-addressing map (see lh_keymap.h). */
-#define _DEFAULT_SOURCE /* posix_memalign (the build is -std=c99) */
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200112L /* posix_memalign (the build is -std=c99) */
+#endif
 #include "lh_keymap.h"
 
 #include <stdlib.h>

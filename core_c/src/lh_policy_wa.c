@@ -441,8 +441,9 @@ static uint32_t wa_next_victim(const void *state, const lh_slot *slots) {
 
 static size_t wa_memory(const void *state) {
   const wa *w = state;
-  return sizeof *w + w->cap_cats * sizeof(wa_cat) + w->cap_active * sizeof(int32_t) + lh_keymap_memory(&w->seen) +
-         w->cap_seen * sizeof(seen_key) + w->cap_runs * sizeof(obs_run) + w->cap_sample * sizeof(int64_t);
+  return sizeof *w + w->cap_cats * sizeof(wa_cat) + (w->cap_active + w->cap_touched) * sizeof(int32_t) +
+         lh_keymap_memory(&w->seen) + w->cap_seen * sizeof(seen_key) + w->cap_runs * sizeof(obs_run) +
+         w->cap_sample * sizeof(int64_t);
 }
 
 static void wa_stats(const void *state, lh_sim_stats *st) {
