@@ -8,7 +8,7 @@ hit blocks by threshold and the working set per time window, fed alongside a lan
         hits = rec.record_batch(keys, offsets, timestamps, categories, facts)   # per request
         arrays = rec.arrays()      # numpy views of the recorder's state (see ProfileArrays)
         rec.reuses_of(category)    # one category's reuse times (and keys, see CategoryReuses)
-    tally(values, max_distinct)    # distinct values ascending and their counts (or None)
+    tally(values, max_distinct)    # distinct values ascending, their counts and exact sum (or None)
 
 The recorder never sees a capacity: it keeps what a profile is computed from; litehit.profile
 computes the metrics. Not thread-safe: one thread owns a recorder.
@@ -185,23 +185,25 @@ class ProfileRecorder(CHandle):
         return ProfileStats(**{f: int(getattr(raw, f)) for f in ProfileStats.__slots__})
 
 
-def tally(values: Int64Array, max_distinct: int) -> tuple[Int64Array, Int64Array] | None:
-    """The distinct values of an int64 array in ascending order and how often each occurs, from
-    one pass through a hash map (lh_tally_i64): np.unique(values, return_counts=True) without
-    sorting every value. None when there are more than ``max_distinct`` distinct values (sort
-    instead: the map would be as large as the array)."""
+def tally(values: Int64Array, max_distinct: int) -> tuple[Int64Array, Int64Array, int] | None:
+    """The distinct values of an int64 array in ascending order, how often each occurs and the
+    exact sum of all the values (a Python int: no wrap-around), from one pass through a hash map
+    (lh_tally_i64): np.unique(values, return_counts=True) without sorting every value. None when
+    there are more than ``max_distinct`` distinct values (sort instead: the map would be as large
+    as the array)."""
     v = as_int64(values)
     room = max(0, min(int(max_distinct), len(v)))
     out_values = np.empty(room, dtype=np.int64)
     out_counts = np.empty(room, dtype=np.int64)
     found = ffi.new("size_t *")
+    high, low = ffi.new("int64_t *"), ffi.new("uint64_t *")
     err = new_error_buffer()
     status = lib.lh_tally_i64(
-        ptr("int64_t[]", v), len(v), room, ptr("int64_t[]", out_values), ptr("int64_t[]", out_counts), found, err,
-        lib.LH_ERR_LEN,
+        ptr("int64_t[]", v), len(v), room, ptr("int64_t[]", out_values), ptr("int64_t[]", out_counts), found, high,
+        low, err, lib.LH_ERR_LEN,
     )  # fmt: skip
     if status == lib.LH_ERANGE:
         return None
     raise_for_status(status, err)
     k = int(found[0])
-    return out_values[:k], out_counts[:k]
+    return out_values[:k], out_counts[:k], (int(high[0]) << 64) + int(low[0])

@@ -100,13 +100,15 @@ void lh_profile_get_view(const lh_profile *p, lh_profile_view *view);
 void lh_profile_get_reuses(lh_profile *p, int32_t category, lh_profile_reuses *out);
 
 /* The distinct values of v[0 .. n) in ascending order and how often each occurs: values[i] and
- * counts[i] for i < *n_distinct (both caller-owned, room for max_distinct entries). This is what
- * a profile's statistics need of its reuse times and lifespans (quantiles, histograms, the ECDF),
- * without sorting every value: one pass over v through a hash map of the distinct values.
- * Returns LH_OK; LH_ERANGE when v holds more than max_distinct distinct values (the caller sorts
- * instead; values and counts hold nothing useful then); LH_ENOMEM. */
+ * counts[i] for i < *n_distinct (both caller-owned, room for max_distinct entries), and the exact
+ * sum of the n values, sum_high x 2^64 + sum_low (a 128-bit integer: n < 2^64 values cannot
+ * overflow it). This is what a profile's statistics need of its reuse times and lifespans
+ * (quantiles, histograms, the ECDF, the mean), without sorting every value: one pass over v
+ * through a hash map of the distinct values. Returns LH_OK; LH_ERANGE when v holds more than
+ * max_distinct distinct values (the caller sorts instead; values, counts and the sum hold nothing
+ * useful then); LH_ENOMEM. */
 int lh_tally_i64(const int64_t *v, size_t n, size_t max_distinct, int64_t *values, int64_t *counts, size_t *n_distinct,
-                 char *err, size_t errlen);
+                 int64_t *sum_high, uint64_t *sum_low, char *err, size_t errlen);
 
 /* Fills *stats. Cannot fail. */
 void lh_profile_get_stats(const lh_profile *p, lh_profile_stats *stats);

@@ -315,12 +315,34 @@ static void mark_bad(lh_json_array *info, size_t index, int kind) {
   info->bad_kind = kind;
 }
 
+/* The common block key, 1 to 18 digits without a leading zero and not followed by a fraction or
+ * an exponent, appended to ints: returns 1 (c->p past it), else 0 with nothing consumed, and
+ * read_number reads it (the same value when it is one of these: this path only skips the
+ * classification). 0 also when ints cannot grow (read_number's path reports that). */
+static inline int short_int(lh_json_cursor *c, lh_vec *ints) {
+  const char *p = c->p, *end = c->end;
+  if (p == end || (unsigned char)(*p - '1') > 8) return 0;
+  const char *fits = end - p > 18 ? p + 18 : end; /* 18 digits are below 10^18 < 2^63 */
+  uint64_t v = (uint64_t)(*p++ - '0');
+  while (p < fits && lh_is_digit(*p)) v = v * 10 + (uint64_t)(*p++ - '0');
+  if (p < end && (lh_is_digit(*p) || *p == '.' || *p == 'e' || *p == 'E')) return 0;
+  if (ints->len == ints->cap && lh_vec_reserve(ints, 1, sizeof(int64_t))) return 0;
+  LH_VEC_AT(*ints, int64_t)[ints->len++] = (int64_t)v;
+  c->p = p;
+  return 1;
+}
+
 static int array_of(lh_json_cursor *c, int want, lh_vec *ints, lh_json_array *info) {
   info->elem_ok = 1;
   info->n_ints = 0;
   int more = open_container(c, ']');
   for (size_t index = 0; more > 0; index++) {
     lh_json_skip_space(c);
+    if (ints != NULL && short_int(c, ints)) {
+      info->n_ints++;
+      more = next_element(c, ']');
+      continue;
+    }
     int k = lh_json_peek(c);
     if (ints != NULL && k == LH_J_INT) {
       /* Hot path (block keys): plain decimal integers straight into the caller's column. */

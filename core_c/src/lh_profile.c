@@ -188,6 +188,9 @@ static int64_t record_request(lh_profile *p, const int64_t *keys, size_t n, int6
     *reason = k == LH_NIL ? 1 : reuses[k] >= UINT32_MAX - (uint32_t)hits ? 2 : 0;
     if (*reason) return i;
     idx[i] = k;
+    __builtin_prefetch(&last[k], 1, 3); /* read and written below, at random keys */
+    __builtin_prefetch(&reuses[k], 1, 3);
+    __builtin_prefetch(&shared[k], 1, 3);
   }
   if (hits > 0) {
     if ((size_t)cat >= p->n_cats) p->n_cats = (size_t)cat + 1;
@@ -235,6 +238,9 @@ static int64_t record_request(lh_profile *p, const int64_t *keys, size_t n, int6
       shared[k] = 0;
       reuses[k] = 0;
       ++*window_keys;
+    } else {
+      __builtin_prefetch(&last[k], 1, 3);
+      __builtin_prefetch(&shared[k], 1, 3);
     }
     idx[j] = k;
   }
@@ -348,8 +354,10 @@ static int by_value(const void *a, const void *b) {
 }
 
 int lh_tally_i64(const int64_t *v, size_t n, size_t max_distinct, int64_t *values, int64_t *counts, size_t *n_distinct,
-                 char *err, size_t errlen) {
+                 int64_t *sum_high, uint64_t *sum_low, char *err, size_t errlen) {
   *n_distinct = 0;
+  *sum_high = 0;
+  *sum_low = 0;
   if (n == 0) return LH_OK;
   if (max_distinct > MAX_KEYS) max_distinct = MAX_KEYS; /* indices are uint32, LH_NIL excluded */
   lh_keymap map = {0};
@@ -360,8 +368,11 @@ int lh_tally_i64(const int64_t *v, size_t n, size_t max_distinct, int64_t *value
    * previous value's index is kept, so a run costs one lookup */
   int64_t prev = 0;
   uint32_t prev_at = LH_NIL;
+  uint64_t high = 0, low = 0; /* the sum, 128-bit two's complement: each value sign-extended */
   for (size_t i = 0; i < n; i++) {
     int64_t x = v[i];
+    low += (uint64_t)x;
+    high += (low < (uint64_t)x) - (uint64_t)(x < 0);
     if (prev_at != LH_NIL && x == prev) {
       counts[prev_at]++;
       continue;
@@ -388,6 +399,8 @@ int lh_tally_i64(const int64_t *v, size_t n, size_t max_distinct, int64_t *value
   }
   lh_keymap_free(&map);
   if (rc != LH_OK) return rc;
+  *sum_high = (int64_t)high; /* two's complement: the high word's sign is the sum's */
+  *sum_low = low;
   tally_entry *e = malloc(k * sizeof *e);
   if (e == NULL) return lh_fail(err, errlen, LH_ENOMEM, "out of memory sorting %zu distinct values", k);
   for (size_t j = 0; j < k; j++) e[j] = (tally_entry){values[j], counts[j]};

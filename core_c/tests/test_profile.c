@@ -1003,8 +1003,15 @@ static void test_tally(void) {
     size_t distinct = 0;
     for (size_t i = 0; i < n; i++) distinct += i == 0 || sorted[i] != sorted[i - 1];
     size_t k = 99;
-    CHECK(lh_tally_i64(v, n, distinct, values, counts, &k, err, sizeof err) == LH_OK);
+    int64_t high = 99;
+    uint64_t low = 99;
+    CHECK(lh_tally_i64(v, n, distinct, values, counts, &k, &high, &low, err, sizeof err) == LH_OK);
     CHECK(k == distinct);
+#ifdef __SIZEOF_INT128__ /* the exact sum against the compiler's 128-bit integers */
+    __int128 sum = 0;
+    for (size_t i = 0; i < n; i++) sum += v[i];
+    CHECK(high == (int64_t)(sum >> 64) && low == (uint64_t)sum);
+#endif
     size_t at = 0;
     for (size_t j = 0; j < k && j < distinct; j++) {
       CHECK(counts[j] > 0 && at + (size_t)counts[j] <= n);
@@ -1015,7 +1022,7 @@ static void test_tally(void) {
     CHECK(at == n);
     if (distinct > 0) {
       err[0] = '\0';
-      CHECK(lh_tally_i64(v, n, distinct - 1, values, counts, &k, err, sizeof err) == LH_ERANGE);
+      CHECK(lh_tally_i64(v, n, distinct - 1, values, counts, &k, &high, &low, err, sizeof err) == LH_ERANGE);
       CHECK(k == 0 && err[0] != '\0');
     }
     free(v);

@@ -70,12 +70,13 @@ def tally(values: Int64Array, *, in_place: bool = False) -> Tally:
     MAX_TALLIED distinct values (the usual case: trace clocks tick in milliseconds), else a sort
     (in place when ``in_place``: the caller's array is then reordered)."""
     found = core_c.profile.tally(values, MAX_TALLIED)
-    if found is None:
-        ordered = values if in_place else values.copy()
-        ordered.sort()
-        starts = _run_starts(ordered)
-        found = ordered[starts], np.diff(np.append(starts, len(ordered)))
-    return Tally(found[0], found[1], _exact_sum(values))
+    if found is not None:
+        return Tally(*found)
+    total = _exact_sum(values)  # before a sort in place
+    ordered = values if in_place else values.copy()
+    ordered.sort()
+    starts = _run_starts(ordered)
+    return Tally(ordered[starts], np.diff(np.append(starts, len(ordered))), total)
 
 
 def _run_starts(ordered: Int64Array) -> Int64Array:

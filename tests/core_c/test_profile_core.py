@@ -571,19 +571,21 @@ def test_tally_is_the_distinct_values_and_their_counts(values: list[int], runs: 
     want = naive_tally(values)
     found = core_c.profile.tally(np.array(values, dtype=np.int64), max(1, len(values)))
     assert found is not None
-    got_values, got_counts = found
+    got_values, got_counts, total = found
     assert got_values.dtype == got_counts.dtype == np.int64
     assert (got_values.tolist(), got_counts.tolist()) == want
+    assert total == sum(values)  # exact: no wrap-around at the int64 extremes
 
 
 def test_tally_refuses_more_distinct_values_than_its_room() -> None:
     values = np.array([5, 1, 5, 2, 1, 7, 7, 7], dtype=np.int64)  # 4 distinct
     found = core_c.profile.tally(values, 4)
     assert found is not None and found[0].tolist() == [1, 2, 5, 7] and found[1].tolist() == [2, 1, 2, 3]
+    assert found[2] == 35
     assert core_c.profile.tally(values, 3) is None
     assert core_c.profile.tally(values, 0) is None
     empty = core_c.profile.tally(np.empty(0, dtype=np.int64), 0)
-    assert empty is not None and len(empty[0]) == len(empty[1]) == 0
+    assert empty is not None and len(empty[0]) == len(empty[1]) == 0 and empty[2] == 0
 
 
 def test_tally_of_many_values_grows_its_map() -> None:
@@ -594,4 +596,5 @@ def test_tally_of_many_values_grows_its_map() -> None:
     found = core_c.profile.tally(values, len(values))
     assert found is not None
     assert np.array_equal(found[0], want_values) and np.array_equal(found[1], want_counts)
+    assert found[2] == sum(values.tolist())
     assert core_c.profile.tally(values, len(want_values) - 1) is None

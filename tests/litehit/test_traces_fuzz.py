@@ -478,6 +478,48 @@ def test_standard_scanner_matches_the_row_rules(row: dict[str, Any], ensure_asci
     assert r.instance_names == [row["instance_id"]]
 
 
+# A key as JSON spells it: the scanner's short path (plain digits) and its general number reader
+# must read the same integers and refuse the same texts.
+KEY_SPELLINGS = (
+    st.integers(0, 10**6).map(str)
+    | st.integers(-(2**63), 2**64 - 1).map(str)
+    | st.integers(17, 21).flatmap(lambda n: st.integers(10 ** (n - 1), 10**n - 1)).map(str)
+    | st.sampled_from(["0", "-0", "00", "01", "1.5", "1.0", "2e3", "2E3", "2e+3", "7.", "1e", "-", "+1", "1x", "0x1"])
+)
+
+
+@settings(max_examples=600, deadline=None, database=None)
+@given(
+    spellings=st.lists(KEY_SPELLINGS, max_size=5),
+    seps=st.lists(st.sampled_from([",", ", ", " ,", "\t,\r ", ",", ",,"]), min_size=4, max_size=4),
+    close=st.sampled_from(["]", " ]", "", "]]"]),
+)
+def test_key_arrays_read_every_number_spelling_as_json_does(spellings: list[str], seps: list[str], close: str) -> None:
+    keys = "".join(k + (seps[i % len(seps)] if i < len(spellings) - 1 else "") for i, k in enumerate(spellings))
+    text = f'{{"type":"get","instance_id":"i1","timestamp_ns":5,"input_len":64,"keys":[{keys}{close}}}'.encode()
+    try:
+        row = json.loads(text)
+    except ValueError:
+        row = None
+    want = None if row is None else standard_model(row)
+    bad = (
+        []
+        if row is None
+        else [(i, k) for i, k in enumerate(row["keys"]) if not (isinstance(k, int) and -(2**63) <= k < 2**64)]
+    )
+    for data in (text, text + b"\n"):
+        r = SCANNER.scan("standard", data, 1, 16)
+        if want is None:
+            assert r.error_line == 1 and r.error != "", data
+            if bad:  # a number JSON reads but a key cannot be: the first one is named, and why
+                i, k = bad[0]
+                why = "a non-integer number" if isinstance(k, float) else "an integer out of the 64-bit range"
+                assert f"keys[{i}] is {why}" in r.error, (data, r.error)
+        else:
+            assert r.error_line == 0, (data, r.error)
+            assert r.keys.tolist() == want[3]
+
+
 # ---- end to end ---------------------------------------------------------------------------------
 
 replay_options = {
