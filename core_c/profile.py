@@ -7,8 +7,8 @@ hit blocks by threshold and the working set per time window, fed alongside a lan
         facts = lane.process_batch(keys, offsets, timestamps)
         hits = rec.record_batch(keys, offsets, timestamps, categories, facts)   # per request
         arrays = rec.arrays()      # numpy views of the recorder's state (see ProfileArrays)
-        rec.reuses_of(category)    # one category's reuse times (and keys, see CategoryReuses)
-    tally(values, max_distinct)    # distinct values ascending, their counts and exact sum (or None)
+        rec.reuses_of(category)    # one category's reuse times, in runs (and keys, see CategoryReuses)
+    tally(values, max_distinct, weights=None)  # distinct values ascending, counts, exact sum (or None)
 
 The recorder never sees a capacity: it keeps what a profile is computed from; litehit.profile
 computes the metrics. Not thread-safe: one thread owns a recorder.
@@ -69,13 +69,20 @@ class ProfileArrays:
 
 @dataclass(frozen=True, slots=True)
 class CategoryReuses:
-    """The reuses of one category, in order: ``ns`` the time since the key's latest access by an
-    earlier request (the recorder's own array, writable: sorting it in place is allowed, the
-    recorder never reads it back); ``keys`` the key of each of the last len(keys) reuses (those
-    since a second category first reused; empty before)."""
+    """The reuses of one category, in order, as runs of equal reuse times: ``runs[i]`` reuses of
+    ``ns[i]`` ns, the time since the key's latest access by an earlier request (consecutive runs
+    share a time only where a run reached 2^32 - 1); ``n`` the reuses in all; ``keys`` the key
+    of each of the last len(keys) reuses (those since a second category first reused; empty
+    before). Read-only views of the recorder's arrays."""
 
+    n: int
     ns: Int64Array
+    runs: npt.NDArray[np.uint32]
     keys: npt.NDArray[np.uint32]
+
+    def expanded(self) -> Int64Array:
+        """Every reuse time, in order (n values: a copy as large as the reuses)."""
+        return np.repeat(self.ns, self.runs)
 
 
 def _view(pointer: Any, n: int, dtype: type[np.generic], *, writable: bool = False) -> npt.NDArray[Any]:
@@ -171,8 +178,12 @@ class ProfileRecorder(CHandle):
         """The reuses of a category (empty when it has none)."""
         r = ffi.new("lh_profile_reuses *")
         lib.lh_profile_get_reuses(self._handle(), int(category), r)
+        runs = int(r.n_runs)
         return CategoryReuses(
-            ns=_view(r.ns, int(r.n), np.int64, writable=True), keys=_view(r.keys, int(r.n_keys), np.uint32)
+            n=int(r.n),
+            ns=_view(r.ns, runs, np.int64),
+            runs=_view(r.runs, runs, np.uint32),
+            keys=_view(r.keys, int(r.n_keys), np.uint32),
         )
 
     def reset(self) -> None:
@@ -185,13 +196,22 @@ class ProfileRecorder(CHandle):
         return ProfileStats(**{f: int(getattr(raw, f)) for f in ProfileStats.__slots__})
 
 
-def tally(values: Int64Array, max_distinct: int) -> tuple[Int64Array, Int64Array, int] | None:
+def tally(
+    values: Int64Array, max_distinct: int, weights: npt.NDArray[np.uint32] | None = None
+) -> tuple[Int64Array, Int64Array, int] | None:
     """The distinct values of an int64 array in ascending order, how often each occurs and the
     exact sum of all the values (a Python int: no wrap-around), from one pass through a hash map
-    (lh_tally_i64): np.unique(values, return_counts=True) without sorting every value. None when
-    there are more than ``max_distinct`` distinct values (sort instead: the map would be as large
-    as the array)."""
+    (lh_tally_i64): np.unique(values, return_counts=True) without sorting every value. weights:
+    values[i] counts weights[i] times (runs of equal values, as CategoryReuses keeps them). None
+    when there are more than ``max_distinct`` distinct values (sort instead: the map would be as
+    large as the array)."""
     v = as_int64(values)
+    w = ffi.NULL
+    if weights is not None:
+        if len(weights) != len(v):
+            raise ValueError("weights need one entry per value")
+        weights = np.ascontiguousarray(weights, dtype=np.uint32)
+        w = ptr("uint32_t[]", weights)
     room = max(0, min(int(max_distinct), len(v)))
     out_values = np.empty(room, dtype=np.int64)
     out_counts = np.empty(room, dtype=np.int64)
@@ -199,7 +219,7 @@ def tally(values: Int64Array, max_distinct: int) -> tuple[Int64Array, Int64Array
     high, low = ffi.new("int64_t *"), ffi.new("uint64_t *")
     err = new_error_buffer()
     status = lib.lh_tally_i64(
-        ptr("int64_t[]", v), len(v), room, ptr("int64_t[]", out_values), ptr("int64_t[]", out_counts), found, high,
+        ptr("int64_t[]", v), w, len(v), room, ptr("int64_t[]", out_values), ptr("int64_t[]", out_counts), found, high,
         low, err, lib.LH_ERR_LEN,
     )  # fmt: skip
     if status == lib.LH_ERANGE:

@@ -36,8 +36,10 @@ enum { FIRST_NS, LAST_NS, FIRST_CAT, SHARED, REUSES, N_KEY_ARRAYS };
 static const size_t KEY_ELEM[N_KEY_ARRAYS] = {8, 8, 4, 1, 4};
 
 typedef struct cat_reuses {
-  array ns;   /* int64: reuse times */
+  array ns;   /* int64: reuse times, one per run of equal ones */
+  array runs; /* uint32: the runs' lengths */
   array keys; /* uint32: key indices of the reuses since the split */
+  uint64_t n; /* reuses */
 } cat_reuses;
 
 struct lh_profile {
@@ -83,6 +85,7 @@ static void free_all(lh_profile *p) {
   for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++) free(arrays[i]->data);
   for (size_t c = 0; c < p->cap_cats; c++) {
     free(p->cats[c].ns.data);
+    free(p->cats[c].runs.data);
     free(p->cats[c].keys.data);
   }
   free(p->cats);
@@ -159,7 +162,7 @@ static int reserve_request(lh_profile *p, size_t n, int32_t cat, int64_t hits, i
   }
   if (!failed && hits > 0) {
     cat_reuses *c = &p->cats[cat];
-    failed = reserve(&c->ns, (size_t)hits, sizeof(int64_t)) != 0 ||
+    failed = reserve(&c->ns, (size_t)hits, sizeof(int64_t)) != 0 || reserve(&c->runs, (size_t)hits, sizeof(uint32_t)) ||
              ((p->split || splits(p, cat, hits)) && reserve(&c->keys, (size_t)hits, sizeof(uint32_t)) != 0) ||
              (splits(p, cat, hits) && reserve(&p->base, p->map.count, sizeof(uint32_t)) != 0);
   }
@@ -201,12 +204,21 @@ static int64_t record_request(lh_profile *p, const int64_t *keys, size_t n, int6
       p->split = 1;
     }
     cat_reuses *c = &p->cats[cat];
-    int64_t *ns = AT(c->ns, int64_t) + c->ns.len;
+    int64_t *ns = AT(c->ns, int64_t);
+    uint32_t *runs = AT(c->runs, uint32_t);
+    size_t len = c->ns.len;
     for (int64_t i = 0; i < hits; i++) { /* against the state before the request */
-      ns[i] = now - last[idx[i]];
+      int64_t t = now - last[idx[i]];
+      if (len > 0 && ns[len - 1] == t && runs[len - 1] < UINT32_MAX) {
+        runs[len - 1]++;
+      } else {
+        ns[len] = t;
+        runs[len++] = 1;
+      }
       reuses[idx[i]]++;
     }
-    c->ns.len += (size_t)hits;
+    c->ns.len = c->runs.len = len;
+    c->n += (uint64_t)hits;
     if (p->split) {
       memcpy(AT(c->keys, uint32_t) + c->keys.len, idx, (size_t)hits * sizeof(uint32_t));
       c->keys.len += (size_t)hits;
@@ -326,8 +338,10 @@ void lh_profile_get_reuses(lh_profile *p, int32_t category, lh_profile_reuses *o
   memset(out, 0, sizeof *out);
   if (category < 0 || (size_t)category >= p->n_cats) return;
   cat_reuses *c = &p->cats[category];
-  out->n = c->ns.len;
+  out->n = c->n;
+  out->n_runs = c->ns.len;
   out->ns = c->ns.data;
+  out->runs = c->runs.data;
   out->n_keys = c->keys.len;
   out->keys = c->keys.data;
 }
@@ -340,8 +354,18 @@ void lh_profile_get_stats(const lh_profile *p, lh_profile_stats *stats) {
   bytes += (p->slope.cap + p->window.cap + p->window_keys.cap) * sizeof(int64_t) +
            (p->scratch.cap + p->base.cap) * sizeof(uint32_t);
   for (size_t c = 0; c < p->cap_cats; c++)
-    bytes += p->cats[c].ns.cap * sizeof(int64_t) + p->cats[c].keys.cap * sizeof(uint32_t);
+    bytes += p->cats[c].ns.cap * sizeof(int64_t) + (p->cats[c].runs.cap + p->cats[c].keys.cap) * sizeof(uint32_t);
   stats->memory_bytes = bytes;
+}
+
+/* (*high, *low) += x * w, as 128-bit two's complement integers. */
+static void add_product(uint64_t *high, uint64_t *low, int64_t x, uint32_t w) {
+  uint64_t u = (uint64_t)x; /* x + 2^64 when x < 0: the product is then w x 2^64 too large */
+  uint64_t lo = (u & 0xFFFFFFFFu) * w, hi = (u >> 32) * w; /* u x w = hi x 2^32 + lo */
+  uint64_t p_low = lo + (hi << 32);
+  uint64_t p_high = (hi >> 32) + (p_low < lo) - (x < 0 ? w : 0);
+  *low += p_low;
+  *high += p_high + (*low < p_low);
 }
 
 typedef struct tally_entry {
@@ -353,8 +377,8 @@ static int by_value(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-int lh_tally_i64(const int64_t *v, size_t n, size_t max_distinct, int64_t *values, int64_t *counts, size_t *n_distinct,
-                 int64_t *sum_high, uint64_t *sum_low, char *err, size_t errlen) {
+int lh_tally_i64(const int64_t *v, const uint32_t *weights, size_t n, size_t max_distinct, int64_t *values,
+                 int64_t *counts, size_t *n_distinct, int64_t *sum_high, uint64_t *sum_low, char *err, size_t errlen) {
   *n_distinct = 0;
   *sum_high = 0;
   *sum_low = 0;
@@ -368,13 +392,13 @@ int lh_tally_i64(const int64_t *v, size_t n, size_t max_distinct, int64_t *value
    * previous value's index is kept, so a run costs one lookup */
   int64_t prev = 0;
   uint32_t prev_at = LH_NIL;
-  uint64_t high = 0, low = 0; /* the sum, 128-bit two's complement: each value sign-extended */
+  uint64_t high = 0, low = 0; /* the sum, 128-bit two's complement */
   for (size_t i = 0; i < n; i++) {
     int64_t x = v[i];
-    low += (uint64_t)x;
-    high += (low < (uint64_t)x) - (uint64_t)(x < 0);
+    uint32_t w = weights != NULL ? weights[i] : 1;
+    add_product(&high, &low, x, w);
     if (prev_at != LH_NIL && x == prev) {
-      counts[prev_at]++;
+      counts[prev_at] += w;
       continue;
     }
     if (map.count >= lh_keymap_room(&map) && lh_keymap_reserve(&map, 1) != 0) {
@@ -393,7 +417,7 @@ int lh_tally_i64(const int64_t *v, size_t n, size_t max_distinct, int64_t *value
       values[j] = x;
       counts[j] = 0;
     }
-    counts[j]++;
+    counts[j] += w;
     prev = x;
     prev_at = j;
   }

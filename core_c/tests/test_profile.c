@@ -120,12 +120,27 @@ static uint32_t category_count(lh_profile *p, int32_t c, size_t k) {
   return n;
 }
 
+/* Whether a category's reuses are want[0 .. n), in order: the runs expanded, each run of
+ * length >= 1 and apart from its neighbours (runs are maximal below UINT32_MAX). */
+static int reuses_are(const lh_profile_reuses *r, const int64_t *want, size_t n) {
+  if (r->n != n) return 0;
+  size_t at = 0;
+  for (size_t i = 0; i < r->n_runs; i++) {
+    if (r->runs[i] == 0 || (i > 0 && r->ns[i] == r->ns[i - 1] && r->runs[i - 1] < UINT32_MAX)) return 0;
+    for (uint32_t j = 0; j < r->runs[i]; j++, at++)
+      if (at >= n || want[at] != r->ns[i]) return 0;
+  }
+  return at == n;
+}
+
 static int same_reuses(lh_profile *a, lh_profile *b, int32_t c) {
   lh_profile_reuses x, y;
   lh_profile_get_reuses(a, c, &x);
   lh_profile_get_reuses(b, c, &y);
-  if (x.n != y.n || x.n_keys != y.n_keys) return 0;
-  if (x.n && memcmp(x.ns, y.ns, x.n * sizeof(int64_t)) != 0) return 0;
+  if (x.n != y.n || x.n_runs != y.n_runs || x.n_keys != y.n_keys) return 0;
+  if (x.n_runs &&
+      (memcmp(x.ns, y.ns, x.n_runs * sizeof(int64_t)) != 0 || memcmp(x.runs, y.runs, x.n_runs * sizeof(uint32_t)) != 0))
+    return 0;
   if (x.n_keys && memcmp(x.keys, y.keys, x.n_keys * sizeof(uint32_t)) != 0) return 0;
   return 1;
 }
@@ -172,7 +187,7 @@ static void check_empty_reuses(lh_profile *p, int32_t c) {
   lh_profile_reuses r;
   memset(&r, 0x5a, sizeof r);
   lh_profile_get_reuses(p, c, &r);
-  CHECK(r.n == 0 && r.n_keys == 0);
+  CHECK(r.n == 0 && r.n_runs == 0 && r.n_keys == 0);
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -223,12 +238,12 @@ static void check_golden(lh_profile *p, const int64_t *hits) {
   lh_profile_reuses r;
   lh_profile_get_reuses(p, 0, &r);
   static const int64_t ns0[] = {5, 5, 1};
-  CHECK(r.n == 3 && memcmp(r.ns, ns0, sizeof ns0) == 0);
+  CHECK(reuses_are(&r, ns0, 3));
   CHECK(r.n_keys == 1 && r.keys[0] == 0);
   lh_profile_get_reuses(p, 1, &r);
   static const int64_t ns1[] = {7, 7, 12, 12, 12};
   static const uint32_t keys1[] = {0, 1, 2, 0, 4};
-  CHECK(r.n == 5 && memcmp(r.ns, ns1, sizeof ns1) == 0);
+  CHECK(reuses_are(&r, ns1, 5));
   CHECK(r.n_keys == 5 && memcmp(r.keys, keys1, sizeof keys1) == 0);
   check_empty_reuses(p, 2);
   check_empty_reuses(p, -1);
@@ -264,7 +279,7 @@ static void test_golden(void) {
   CHECK(v.base_category == 0 && v.n_base == 0);
   lh_profile_reuses r;
   lh_profile_get_reuses(p, 0, &r);
-  CHECK(r.n == 2 && r.ns[0] == 5 && r.ns[1] == 5 && r.n_keys == 0);
+  CHECK(reuses_are(&r, (const int64_t[]){5, 5}, 2) && r.n_keys == 0);
   CHECK(category_count(p, 0, 0) == 1 && category_count(p, 0, 1) == 1);
   lh_profile_destroy(p);
   lh_lane_destroy(lane);
@@ -322,7 +337,7 @@ static void test_repeated_keys(void) {
   lh_profile_reuses r;
   lh_profile_get_reuses(p, 0, &r);
   static const int64_t ns[] = {10, 10, 10, 5, 5, 5, 10};
-  CHECK(r.n == 7 && memcmp(r.ns, ns, sizeof ns) == 0 && r.n_keys == 0);
+  CHECK(reuses_are(&r, ns, 7) && r.n_runs == 3 && r.n_keys == 0);
   lh_profile_stats s;
   lh_profile_get_stats(p, &s);
   CHECK(s.requests == 5 && s.accesses == 11 && s.keys == 3 && s.reuses == 7);
@@ -362,9 +377,9 @@ static void test_ttl(void) {
   CHECK(v.base_category == 1);
   lh_profile_reuses r;
   lh_profile_get_reuses(p, 1, &r);
-  CHECK(r.n == 2 && r.ns[0] == 5 && r.ns[1] == 5);
+  CHECK(reuses_are(&r, (const int64_t[]){5, 5}, 2));
   lh_profile_get_reuses(p, 0, &r);
-  CHECK(r.n == 1 && r.ns[0] == 1 && r.n_keys == 1 && r.keys[0] == 1);
+  CHECK(reuses_are(&r, (const int64_t[]){1}, 1) && r.n_keys == 1 && r.keys[0] == 1);
   check_empty_reuses(p, 2); /* category 2 had only an expired request */
   CHECK(category_count(p, 1, 0) == 1 && category_count(p, 1, 1) == 1);
   CHECK(category_count(p, 0, 0) == 0 && category_count(p, 0, 1) == 1);
@@ -397,7 +412,7 @@ static void test_windows(void) {
   CHECK(hits[2] == 0 && hits[6] == 1);
   lh_profile_reuses r;
   lh_profile_get_reuses(p, 0, &r);
-  CHECK(r.n == 1 && r.ns[0] == 39); /* key 1 last at -10 */
+  CHECK(reuses_are(&r, (const int64_t[]){39}, 1)); /* key 1 last at -10 */
   lh_profile_stats s;
   lh_profile_get_stats(p, &s);
   CHECK(s.requests == 7 && s.accesses == 7 && s.keys == 4);
@@ -603,7 +618,7 @@ static void test_large_categories(void) {
       CHECK(v.n_categories > (size_t)ids[i] && v.base_category == 0 && v.n_base == 3);
       lh_profile_reuses r;
       lh_profile_get_reuses(p, ids[i], &r);
-      CHECK(r.n == 2 && r.ns[0] == 90 && r.ns[1] == 90 && r.n_keys == 2 && r.keys[0] == 0 && r.keys[1] == 1);
+      CHECK(reuses_are(&r, (const int64_t[]){90, 90}, 2) && r.n_keys == 2 && r.keys[0] == 0 && r.keys[1] == 1);
       CHECK(category_count(p, ids[i], 0) == 1 && category_count(p, 0, 0) == 1 && category_count(p, 0, 2) == 0);
       check_empty_reuses(p, ids[i] - 1);
     } else {
@@ -645,40 +660,6 @@ static void test_reset(void) {
   lh_lane_reset(lane);
   feed(lane, p, G_KEYS, G_OFFSETS, G_TS, G_CATS, 5, hits);
   check_golden(p, hits);
-  lh_profile_destroy(p);
-  lh_lane_destroy(lane);
-}
-
-/* Sorting a category's ns in place does not disturb what is recorded later. */
-static void test_sorted_ns(void) {
-  lh_lane *lane = new_lane(0);
-  lh_profile *p = new_profile(10);
-  int64_t hits[5];
-  feed(lane, p, G_KEYS, G_OFFSETS, G_TS, G_CATS, 3, hits);
-  lh_profile_reuses r;
-  lh_profile_get_reuses(p, 1, &r); /* {7, 7, 12} -> reversed */
-  CHECK(r.n == 3);
-  if (r.n == 3) {
-    int64_t tmp = r.ns[0];
-    r.ns[0] = r.ns[2];
-    r.ns[2] = tmp;
-  }
-  lh_profile_get_reuses(p, 0, &r); /* {5, 5} -> scribbled on */
-  CHECK(r.n == 2);
-  if (r.n == 2) r.ns[0] = r.ns[1] = -1;
-  int64_t off[] = {G_OFFSETS[3], G_OFFSETS[4], G_OFFSETS[5]};
-  feed(lane, p, G_KEYS, off, &G_TS[3], &G_CATS[3], 2, &hits[3]);
-  lh_profile_get_reuses(p, 1, &r);
-  static const int64_t ns1[] = {12, 7, 7, 12, 12};
-  CHECK(r.n == 5 && memcmp(r.ns, ns1, sizeof ns1) == 0);
-  lh_profile_get_reuses(p, 0, &r);
-  CHECK(r.n == 3 && r.ns[0] == -1 && r.ns[1] == -1 && r.ns[2] == 1);
-  lh_profile_view v;
-  lh_profile_get_view(p, &v);
-  static const uint32_t reuses[] = {4, 2, 1, 0, 1};
-  CHECK(v.n_keys == 5 && memcmp(v.reuses, reuses, sizeof reuses) == 0);
-  static const int64_t by_threshold[] = {0, 4, 3, 0, 1};
-  check_thresholds(&v, by_threshold, 5);
   lh_profile_destroy(p);
   lh_lane_destroy(lane);
 }
@@ -864,8 +845,7 @@ static void check_against_naive(lh_profile *p, const naive *m, const char *what)
   for (int c = 0; c < MAXCAT; c++) {
     lh_profile_reuses r;
     lh_profile_get_reuses(p, c, &r);
-    CHECK(r.n == m->n_ns[c]);
-    if (r.n == m->n_ns[c] && r.n) CHECK(memcmp(r.ns, m->ns[c], r.n * sizeof(int64_t)) == 0);
+    CHECK(reuses_are(&r, m->ns[c], m->n_ns[c]));
     CHECK(r.n_keys == m->n_keys[c]);
     if (r.n_keys == m->n_keys[c] && r.n_keys) CHECK(memcmp(r.keys, m->keys[c], r.n_keys * sizeof(uint32_t)) == 0);
     if (m->n_ns[c]) CHECK((size_t)c < v.n_categories);
@@ -935,22 +915,6 @@ static void differential(int64_t ttl, int64_t window_ns, int32_t first_cat, size
     }
     r += n;
     if (rnd() % 4 == 0) check_against_naive(p, m, what);
-    /* now and then sort a category's ns in place (descending), mirrored in the naive model */
-    if (rnd() % 5 == 0) {
-      int32_t c = CAT_IDS[rnd() % NCATS];
-      lh_profile_reuses rr;
-      lh_profile_get_reuses(p, c, &rr);
-      CHECK(rr.n == m->n_ns[c]);
-      for (size_t i = 1; i < rr.n && rr.n == m->n_ns[c]; i++)
-        for (size_t j = i; j > 0 && rr.ns[j - 1] < rr.ns[j]; j--) {
-          int64_t t = rr.ns[j];
-          rr.ns[j] = rr.ns[j - 1];
-          rr.ns[j - 1] = t;
-          t = m->ns[c][j];
-          m->ns[c][j] = m->ns[c][j - 1];
-          m->ns[c][j - 1] = t;
-        }
-    }
     if (!did_reset && r >= NREQ / 2) {
       did_reset = 1;
       check_against_naive(p, m, what);
@@ -1005,7 +969,7 @@ static void test_tally(void) {
     size_t k = 99;
     int64_t high = 99;
     uint64_t low = 99;
-    CHECK(lh_tally_i64(v, n, distinct, values, counts, &k, &high, &low, err, sizeof err) == LH_OK);
+    CHECK(lh_tally_i64(v, NULL, n, distinct, values, counts, &k, &high, &low, err, sizeof err) == LH_OK);
     CHECK(k == distinct);
 #ifdef __SIZEOF_INT128__ /* the exact sum against the compiler's 128-bit integers */
     __int128 sum = 0;
@@ -1022,13 +986,51 @@ static void test_tally(void) {
     CHECK(at == n);
     if (distinct > 0) {
       err[0] = '\0';
-      CHECK(lh_tally_i64(v, n, distinct - 1, values, counts, &k, &high, &low, err, sizeof err) == LH_ERANGE);
+      CHECK(lh_tally_i64(v, NULL, n, distinct - 1, values, counts, &k, &high, &low, err, sizeof err) == LH_ERANGE);
       CHECK(k == 0 && err[0] != '\0');
     }
     free(v);
     free(sorted);
     free(values);
     free(counts);
+  }
+}
+
+/* lh_tally_i64 with weights (runs of equal values) against the runs expanded: each distinct
+ * value's count is the sum of its weights, the sum is the weighted sum, at extreme values and
+ * weights up to UINT32_MAX. */
+static void test_tally_weighted(void) {
+  char err[LH_ERR_LEN];
+  enum { N = 3000 };
+  static int64_t v[N], values[N], counts[N], want_counts[N];
+  static uint32_t w[N];
+  for (int round = 0; round < 4; round++) {
+    for (size_t i = 0; i < N; i++) {
+      uint64_t r = rnd();
+      v[i] = r % 11 == 0 ? (r % 2 ? INT64_MIN : INT64_MAX) : (int64_t)(r % 300) - 150;
+      w[i] = round == 3 && r % 7 == 0 ? UINT32_MAX - (uint32_t)(r % 3) : 1 + (uint32_t)(r % 5);
+    }
+    size_t k = 0;
+    int64_t high = 0;
+    uint64_t low = 0;
+    CHECK(lh_tally_i64(v, w, N, N, values, counts, &k, &high, &low, err, sizeof err) == LH_OK);
+    /* the counts: every value of the input looked up in the (ascending) output */
+    for (size_t j = 0; j < k; j++) {
+      want_counts[j] = 0;
+      if (j > 0) CHECK(values[j - 1] < values[j]);
+    }
+    for (size_t i = 0; i < N; i++) {
+      size_t j = 0;
+      while (j < k && values[j] != v[i]) j++;
+      CHECK(j < k);
+      if (j < k) want_counts[j] += w[i];
+    }
+    for (size_t j = 0; j < k; j++) CHECK(counts[j] == want_counts[j]);
+#ifdef __SIZEOF_INT128__
+    __int128 sum = 0;
+    for (size_t i = 0; i < N; i++) sum += (__int128)v[i] * w[i];
+    CHECK(high == (int64_t)(sum >> 64) && low == (uint64_t)sum);
+#endif
   }
 }
 
@@ -1042,8 +1044,8 @@ int main(void) {
   test_error_at_the_first_reuse();
   test_large_categories();
   test_reset();
-  test_sorted_ns();
   test_differential();
   test_tally();
+  test_tally_weighted();
   return finish("profile");
 }

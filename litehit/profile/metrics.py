@@ -79,6 +79,15 @@ def tally(values: Int64Array, *, in_place: bool = False) -> Tally:
     return Tally(ordered[starts], np.diff(np.append(starts, len(ordered))), total)
 
 
+def tally_runs(values: Int64Array, runs: npt.NDArray[np.uint32]) -> Tally:
+    """The Tally of runs of equal values (runs[i] of values[i]: how the profile recorder keeps
+    reuse times), through the C hash map whatever the number of distinct values (they are at
+    most the runs, which are already in memory)."""
+    found = core_c.profile.tally(values, len(values), weights=runs)
+    assert found is not None  # room for every value
+    return Tally(*found)
+
+
 def _run_starts(ordered: Int64Array) -> Int64Array:
     """Where each run of equal values of a sorted, non-empty array starts."""
     return np.concatenate([[0], np.flatnonzero(ordered[1:] != ordered[:-1]) + 1])

@@ -22,6 +22,7 @@ from litehit.profile.metrics import (
     reuse_time,
     skew,
     tally,
+    tally_runs,
     working_set,
 )
 from litehit.profile.result import LaneProfile, Lifespan, Metrics, OverallMetrics, ReuseTime
@@ -156,10 +157,9 @@ class ProfileRun:
         )
 
     def _reuse_tallies(self, present: list[int]) -> tuple[dict[int, Tally], Tally, ReuseTime]:
-        """Each present category's reuse times tallied (sorted in place if there are too many
-        distinct ones: the recorder never reads them back), all of them together, and the lane's
-        reuse-time statistics."""
-        reuse_times = {c: tally(self.recorder.reuses_of(c).ns, in_place=True) for c in present}
+        """Each present category's reuse times tallied (from the recorder's runs of them), all
+        of them together, and the lane's reuse-time statistics."""
+        reuse_times = {c: tally_runs((r := self.recorder.reuses_of(c)).ns, r.runs) for c in present}
         everything = merge_tallies(list(reuse_times.values()))
         return reuse_times, everything, reuse_time(everything)
 
