@@ -287,7 +287,7 @@ class LaneCurves:
     facts file."""
 
     MAX_SEGMENTS = 1 << 22  # 64 MiB beside the lane cores during the replay
-    FOLD_SEGMENTS = 1 << 20  # folded into the instances' arrays as they come, by this many
+    FOLD_SEGMENTS = 1 << 16  # folded into the instances' arrays as they come, by this many
 
     def __init__(self, lanes: Sequence[tuple[str, int, int]]) -> None:
         """lanes: (instance id, block size, block bytes) of each lane."""
