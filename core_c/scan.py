@@ -109,6 +109,12 @@ def _names(offsets: Any, data: Any, count: int) -> list[str]:
     return [raw[offs[i] : offs[i + 1]].decode("utf-8") for i in range(count)]
 
 
+def count_lines(data: bytes) -> int:
+    """The b"\\n" bytes of data, as data.count(b"\\n") (lh_count_lines: memchr, several times
+    faster, and outside the GIL, beside the threads that scan and replay)."""
+    return int(lib.lh_count_lines(ffi.from_buffer(data), len(data))) if data else 0
+
+
 class TraceScanner:
     """A reusable scanner. Not thread-safe: give each thread its own."""
 

@@ -279,23 +279,18 @@ def _check_targets(targets: Sequence[float]) -> None:
 class LaneCurves:
     """The curves exact_curves would read back from a replay's facts file, accumulated from the
     lanes' facts as the replay makes them (the same rows: a lane's requests in its instance and
-    block shape), so a summary need not read the file again. The segments are kept (16 B each)
-    until FOLD_SEGMENTS of them are folded into their instances' arrays, in the thread that adds
-    them (the facts writer's, beside the lanes: the end of the replay then folds only the last
-    ones). Beyond MAX_SEGMENTS over all lanes nothing more is kept (``kept`` turns false, and
-    the summary reads the file). Lanes with byte-step facts (hybrid) are not taken: read their
-    facts file."""
+    block shape), so a summary need not read the file again. The segments are only kept (16 B
+    each) until curves() folds them: beyond MAX_SEGMENTS over all lanes nothing more is kept
+    (``kept`` turns false, and the summary reads the file). Lanes with byte-step facts (hybrid)
+    are not taken: read their facts file."""
 
     MAX_SEGMENTS = 1 << 22  # 64 MiB beside the lane cores during the replay
-    FOLD_SEGMENTS = 1 << 16  # folded into the instances' arrays as they come, by this many
 
     def __init__(self, lanes: Sequence[tuple[str, int, int]]) -> None:
         """lanes: (instance id, block size, block bytes) of each lane."""
         self.lanes = list(lanes)
         self._chunks: list[tuple[int, int, int, npt.NDArray[np.int64], npt.NDArray[np.int64]]] = []
         self._segments = 0
-        self._unfolded = 0  # the segments of _chunks
-        self._acc: dict[str, _Instance] = {}
         self.kept = True
 
     def add(
@@ -312,28 +307,10 @@ class LaneCurves:
         mine = segments[int(seg_offsets[0]) : int(seg_offsets[-1])] if len(seg_offsets) else segments[:0]
         self._segments += len(mine)
         if self._segments > self.MAX_SEGMENTS:
-            self.kept, self._chunks, self._acc = False, [], {}
+            self.kept, self._chunks = False, []
             return
         starts = np.ascontiguousarray(mine[:, 0])
         self._chunks.append((lane, len(input_lens), int(input_lens.sum()), starts, starts + mine[:, 1]))
-        self._unfolded += len(mine)
-        if self._unfolded >= self.FOLD_SEGMENTS:  # in the caller's thread (the facts writer's), not at the end
-            self._take(fold=True)
-
-    def _take(self, fold: bool) -> None:
-        """Moves the chunks into their instances' groups; fold: and folds every group."""
-        chunks, self._chunks, self._unfolded = self._chunks, [], 0
-        for lane, requests, input_tokens, starts, ends in chunks:
-            name, size, nbytes = self.lanes[lane]
-            inst = self._acc.setdefault(name, _Instance())
-            inst.requests += requests
-            inst.input_tokens += input_tokens
-            inst.groups.setdefault((size, nbytes), _Group(size, nbytes)).add_ends(starts, ends)
-        del chunks
-        if fold:
-            for inst in self._acc.values():
-                for group in inst.groups.values():
-                    group._fold()
 
     def curves(self, targets: Sequence[float] = DEFAULT_TARGETS) -> list[InstanceCurve]:
         """Exact curves of every instance with a request, sorted by instance id (bytes order),
@@ -341,8 +318,15 @@ class LaneCurves:
         _check_targets(targets)
         if not self.kept:
             raise ValueError("the replay's facts were too many to keep: read its facts file")
-        self._take(fold=False)
-        acc, self._acc = self._acc, {}
+        acc: dict[str, _Instance] = {}
+        chunks, self._chunks = self._chunks, []
+        for lane, requests, input_tokens, starts, ends in chunks:
+            name, size, nbytes = self.lanes[lane]
+            inst = acc.setdefault(name, _Instance())
+            inst.requests += requests
+            inst.input_tokens += input_tokens
+            inst.groups.setdefault((size, nbytes), _Group(size, nbytes)).add_ends(starts, ends)
+        del chunks
         # an instance with no request has no row in the facts file, so no curve
         curves = [_finish(name.encode(), inst, targets) for name, inst in acc.items() if inst.requests]
         return sorted(curves, key=lambda c: c.instance_id.encode())

@@ -29,9 +29,4 @@ int lh_fail(char *err, size_t errlen, int status, const char *fmt, ...)
 /* The symbolic name of a status code ("LH_ENOMEM", ...); "LH_UNKNOWN" for anything else. */
 const char *lh_status_name(int status);
 
-/* Asks the kernel for transparent huge pages under the 2 MiB-aligned part of a large block
- * (>= 4 MiB; Linux, where the kernel gives them only on request): a table read at random
- * then mostly hits the TLB. Advice only: nothing changes when it is not taken. */
-void lh_advise_huge(void *p, size_t bytes);
-
 #endif

@@ -72,4 +72,8 @@ void lh_scan_destroy(lh_scan *scan);
 int lh_scan_chunk(lh_scan *scan, int format, const char *buf, size_t len, int64_t first_line, int64_t trace_block_size,
                   lh_scan_result *result, char *err, size_t errlen);
 
+/* The '\n' bytes of buf[0..len): the lines of a chunk of whole lines (the reader numbers the
+ * next chunk's first line with it, before that chunk is scanned). Cannot fail. */
+size_t lh_count_lines(const char *buf, size_t len);
+
 #endif

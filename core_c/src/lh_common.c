@@ -1,27 +1,8 @@
-/* lh_common.c - error reporting helpers; memory advice. */
-#ifndef _DEFAULT_SOURCE
-#define _DEFAULT_SOURCE /* madvise and MADV_HUGEPAGE (the build is -std=c99); without them, no advice */
-#endif
+/* lh_common.c - error reporting helpers. */
 #include "lh_common.h"
 
 #include <stdarg.h>
 #include <stdio.h>
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
-
-#define HUGE_PAGE ((uintptr_t)2 << 20)
-
-void lh_advise_huge(void *p, size_t bytes) {
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-  if (p == NULL || bytes < 2 * HUGE_PAGE) return;
-  uintptr_t start = ((uintptr_t)p + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
-  uintptr_t end = ((uintptr_t)p + bytes) & ~(HUGE_PAGE - 1);
-  if (end > start) (void)madvise((void *)start, end - start, MADV_HUGEPAGE);
-#else
-  (void)p, (void)bytes;
-#endif
-}
 
 int lh_fail(char *err, size_t errlen, int status, const char *fmt, ...) {
   if (err != NULL && errlen > 0) {

@@ -5,8 +5,7 @@
  * Every row is a read without an instance; keys = hash_ids[: input_length // trace block size];
  * the trace id is the row's line number. Other fields (output_length, ...) are ignored.
  */
-#include <stdio.h>
-
+#include "lh_text.h"
 #include "lh_trace_row.h"
 
 enum { M_TS, M_LEN, M_IDS };
@@ -23,9 +22,9 @@ static int row_mooncake(lh_scan *s, lh_row *r, int64_t line, int64_t trace_block
   }
   if (len < 0) return lh_row_fail(r, "input_length must not be negative, got %lld", (long long)len);
   lh_row_truncate_keys(s, r, &f[M_IDS], len / trace_block_size);
-  char id[24];
-  int n = snprintf(id, sizeof id, "%lld", (long long)line);
-  lh_record rec = {line, LH_ROW_READ, ts_ms * 1000000, len, -1, -1, 0, id, (size_t)n, NULL, 0, 0, 0};
+  char id[LH_MAX_INT_CHARS];
+  size_t n = lh_put_i64(id, line);
+  lh_record rec = {line, LH_ROW_READ, ts_ms * 1000000, len, -1, -1, 0, id, n, NULL, 0, 0, 0};
   return lh_row_emit(s, &rec);
 }
 

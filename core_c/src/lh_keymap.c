@@ -1,26 +1,8 @@
 /* lh_keymap.c - the int64 -> uint32 open-addressing map (see lh_keymap.h). */
-#ifndef _POSIX_C_SOURCE
-#define _POSIX_C_SOURCE 200112L /* posix_memalign (the build is -std=c99) */
-#endif
 #include "lh_keymap.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-#include "lh_common.h"
-
-#define HUGE_PAGE ((size_t)2 << 20)
-
-/* The slots of a map: a table of 4 MiB or more aligned to huge pages and advised into them
- * (lh_advise_huge: a lookup is a random access). */
-static unsigned char *alloc_slots(size_t bytes) {
-  if (bytes < 2 * HUGE_PAGE) return malloc(bytes);
-  size_t rounded = (bytes + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
-  void *p = NULL;
-  if (posix_memalign(&p, HUGE_PAGE, rounded) != 0) return NULL;
-  lh_advise_huge(p, rounded);
-  return p;
-}
 
 /* The most keys a map of cap slots holds at a load of pct percent (no overflow). */
 static size_t load_limit(size_t cap, unsigned pct) { return cap / 100 * pct + cap % 100 * pct / 100; }
@@ -40,7 +22,7 @@ int lh_keymap_reserve(lh_keymap *m, size_t extra) {
     if (new_cap > SIZE_MAX / 2 / LH_KEYMAP_SLOT) return -1;
     new_cap *= 2;
   }
-  unsigned char *slots = alloc_slots(new_cap * LH_KEYMAP_SLOT);
+  unsigned char *slots = malloc(new_cap * LH_KEYMAP_SLOT);
   if (slots == NULL) return -1;
   memset(slots, 0xFF, new_cap * LH_KEYMAP_SLOT); /* every value LH_NIL: every slot empty */
   lh_keymap old = *m;

@@ -152,7 +152,6 @@ static int grow_positions(lh_lane *L, uint64_t need, char *err, size_t errlen) {
     free(fen);
     return lh_fail(err, errlen, LH_ENOMEM, "out of memory growing lane positions");
   }
-  lh_advise_huge(bits, (size_t)(cap / 64) * sizeof(uint64_t)); /* one random bit per block */
   memset(bits + L->pos_cap / 64, 0, (size_t)((cap - L->pos_cap) / 64) * sizeof(uint64_t));
   fen_rebuild(fen, nsb, bits);
   free(L->fen);

@@ -112,7 +112,6 @@ int lh_policy_grow(void **p, size_t *cap, size_t need, size_t elem) {
   }
   void *q = realloc(*p, c * elem);
   if (q == NULL) return -1;
-  lh_advise_huge(q, c * elem); /* slots and per-key entries are read at random */
   *p = q;
   *cap = c;
   return 0;

@@ -87,6 +87,16 @@ static int scan_line(lh_scan *s, const lh_trace_rule *rule, const char *p, const
   return st;
 }
 
+size_t lh_count_lines(const char *buf, size_t len) {
+  size_t n = 0;
+  if (len == 0) return 0;
+  for (const char *p = buf, *end = buf + len; p < end; p++, n++) {
+    p = memchr(p, '\n', (size_t)(end - p));
+    if (p == NULL) break;
+  }
+  return n;
+}
+
 int lh_scan_chunk(lh_scan *s, int format, const char *buf, size_t len, int64_t first_line, int64_t trace_block_size,
                   lh_scan_result *res, char *err, size_t errlen) {
   memset(res, 0, sizeof *res);

@@ -163,9 +163,9 @@ static void test_random(int contract) {
   free(keys), free(offsets), free(ts), free(hits), free(cats), free(segs), free(seg_offsets);
 }
 
-/* Tables past 4 MiB, which the key map and the simulator's slot array take in blocks advised
- * into huge pages (lh_advise_huge): 240,000 distinct keys, prefix-closed (a key determines the
- * keys before it), so LRU's hits equal the lane core's projection exactly; WA's invariants. */
+/* Tables past 4 MiB (the key map and the simulator's slot array grown through many doublings):
+ * 240,000 distinct keys, prefix-closed (a key determines the keys before it), so LRU's hits
+ * equal the lane core's projection exactly; WA's invariants. */
 static void test_large_tables(void) {
   enum { N = 80000, CAPACITY = 100000 };
   int64_t *keys = malloc(8 * N * sizeof *keys), *offsets = malloc((N + 1) * sizeof *offsets);

@@ -137,6 +137,8 @@ class TextChunk:
 def iter_text_chunks(stream: BinaryIO, path: str, chunk_bytes: int = CHUNK_BYTES) -> Iterator[TextChunk]:
     """Yields chunks of whole lines. A leading UTF-8 byte-order mark is dropped. A damaged
     compressed file raises TraceError naming the line reached."""
+    from core_c.scan import count_lines  # the engine: only where chunks are read (not in the API process)
+
     carry = b""
     line = 1
     index = 0
@@ -170,4 +172,4 @@ def iter_text_chunks(stream: BinaryIO, path: str, chunk_bytes: int = CHUNK_BYTES
         body = data[: cut + 1]
         yield TextChunk(body, line, index, bytes_consumed(stream))
         index += 1
-        line += body.count(b"\n")
+        line += count_lines(body)

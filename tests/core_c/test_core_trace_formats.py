@@ -8,9 +8,11 @@ from pathlib import Path
 
 import pytest
 from core_c._core import lib
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from core_c.errors import CoreInvalidArgument
-from core_c.scan import FORMAT_CODES, TRACE_FORMATS, TraceFormatInfo, TraceScanner, format_of_keys
+from core_c.scan import FORMAT_CODES, TRACE_FORMATS, TraceFormatInfo, TraceScanner, count_lines, format_of_keys
 
 DATA = Path(__file__).resolve().parents[2] / "examples" / "data"
 
@@ -98,3 +100,10 @@ def test_a_bad_block_size_raises_while_a_bad_row_is_reported() -> None:
     result = scanner.scan("mooncake", ROWS["mooncake"] + b"\n{}", 7, 16)
     scanner.close()
     assert (len(result.line), result.error_line, result.error) == (1, 8, "missing integer field: timestamp")
+
+
+@settings(max_examples=200, deadline=None, database=None)
+@given(data=st.binary(max_size=300) | st.lists(st.sampled_from([b"\n", b"x", b"\r\n", b"\x00", b"\xff"])).map(b"".join))
+def test_count_lines_counts_every_newline_byte(data: bytes) -> None:
+    assert count_lines(data) == data.count(b"\n")
+    assert count_lines(bytearray(data)) == data.count(b"\n")

@@ -30,25 +30,15 @@ def _same_curves(facts: Path, made: object) -> None:
     assert got == want
 
 
-@pytest.mark.parametrize(("seed", "fanout", "chunk_bytes", "extended", "fold"), [
-    (1, False, None, False, None),
-    (2, True, None, False, None),
-    (3, False, 97, False, None),
-    (4, True, 250, True, None),
-    (5, False, 97, False, 1),  # folded after every chunk
-    (6, True, 250, False, 9),  # folded every few chunks, the last ones at the end
+@pytest.mark.parametrize(("seed", "fanout", "chunk_bytes", "extended"), [
+    (1, False, None, False),
+    (2, True, None, False),
+    (3, False, 97, False),
+    (4, True, 250, True),
 ])  # fmt: skip
 def test_the_replays_curves_are_its_facts_files(
-    seed: int,
-    fanout: bool,
-    chunk_bytes: int | None,
-    extended: bool,
-    fold: int | None,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
+    seed: int, fanout: bool, chunk_bytes: int | None, extended: bool, tmp_path: Path
 ) -> None:
-    if fold is not None:
-        monkeypatch.setattr(LaneCurves, "FOLD_SEGMENTS", fold)
     rows = standard_trace(random.Random(seed), [s.instance_id for s in SETUPS], 400)
     trace = write_jsonl(tmp_path / "trace.jsonl", rows)
     path = write_config(tmp_path / "config.json", trace, 4, SETUPS, fanout=fanout)
