@@ -24,7 +24,7 @@
    the ceiling that leaves two lanes if every stage doubled (cores / that; the parse is shared,
    so two whole lanes may pass it); and two reference loops run at once in two processes against
    one: what the machine's cores give two independent jobs of this kind (on the 2-vCPU VMs of
-   this project 1.32-1.65x over 20 M keys, whose tables live in memory, against 2.0x over 300 K
+   this project 1.32-1.93x over 20 M keys across runs, whose tables live in memory, against 2.0x over 300 K
    keys, whose tables fit in the caches; a busy loop on one vCPU slowed the lane core on the
    other by a third).
 
