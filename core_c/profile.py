@@ -208,9 +208,12 @@ def tally(
     v = as_int64(values)
     w = ffi.NULL
     if weights is not None:
-        if len(weights) != len(v):
+        given = np.asarray(weights)
+        if len(given) != len(v):
             raise ValueError("weights need one entry per value")
-        weights = np.ascontiguousarray(weights, dtype=np.uint32)
+        if given.size and (given.dtype.kind not in "iu" or given.min() < 1 or given.max() > 2**32 - 1):
+            raise ValueError("weights must be integers from 1 to 2^32 - 1")
+        weights = np.ascontiguousarray(given, dtype=np.uint32)
         w = ptr("uint32_t[]", weights)
     room = max(0, min(int(max_distinct), len(v)))
     out_values = np.empty(room, dtype=np.int64)

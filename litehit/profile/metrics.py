@@ -84,7 +84,8 @@ def tally_runs(values: Int64Array, runs: npt.NDArray[np.uint32]) -> Tally:
     reuse times), through the C hash map whatever the number of distinct values (they are at
     most the runs, which are already in memory)."""
     found = core_c.profile.tally(values, len(values), weights=runs)
-    assert found is not None  # room for every value
+    if found is None:  # room for every value: only past 2^32 - 2 runs
+        raise ValueError(f"{len(values):,} runs of values are more than a tally holds")
     return Tally(*found)
 
 

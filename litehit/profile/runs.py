@@ -93,7 +93,7 @@ class ProfileRun:
         self._categories.append(cats)
 
     def result(self, category_names: list[str]) -> LaneProfile:
-        """The lane's profile. May reorder the recorder's reuse times in place: call it once, last."""
+        """The lane's profile (releases the lane core and the recording thread: call it once, last)."""
         self._recording.close()
         self.core.close()  # the lane core's part is done: its memory is not held while the metrics are made
         hits = np.concatenate([np.empty(0, np.int32), *self._hits])

@@ -595,6 +595,12 @@ def test_weighted_tally_counts_each_value_its_weight_times(runs: list[tuple[int,
         core_c.profile.tally(values, len(values), weights=weights[:-1] if len(weights) else np.ones(1, np.uint32))
 
 
+@pytest.mark.parametrize("bad", [[0], [-1], [2**32], [1.0]])
+def test_weights_out_of_range_are_refused(bad: list[float]) -> None:
+    with pytest.raises(ValueError, match="integers from 1 to 2\\^32 - 1"):
+        core_c.profile.tally(np.array([5], dtype=np.int64), 1, weights=np.array(bad))
+
+
 def test_tally_refuses_more_distinct_values_than_its_room() -> None:
     values = np.array([5, 1, 5, 2, 1, 7, 7, 7], dtype=np.int64)  # 4 distinct
     found = core_c.profile.tally(values, 4)
