@@ -17,9 +17,9 @@
  *                    blocks at capacity C the sum of those over t <= C;
  *   per time window  the number of distinct keys accessed in each aligned window of window_ns
  *                    (only windows that saw a request are stored; requests come in time order).
- * Everything it holds is O(unique keys + reuse runs + keys of reuses once two categories reuse
- * + windows that saw requests); it never sees a
- * capacity. No function prints, aborts or exits.
+ * Everything it holds is O(unique keys + reuse runs + windows that saw requests), plus one key
+ * index per reuse once two categories reuse; it never sees a capacity. No function prints,
+ * aborts or exits.
  *
  * Reuses by key within a category: while only one category (the base category) has reused, the
  * per-key reuse counts are that category's. When a second one first reuses, those counts are
@@ -112,9 +112,8 @@ void lh_profile_get_reuses(lh_profile *p, int32_t category, lh_profile_reuses *o
  * counts and the sum then never overflow for fewer than 2^63 values in all. This is what a
  * profile's statistics need of its reuse times and lifespans (quantiles, histograms, the ECDF,
  * the mean), without sorting every value: one pass over v through a hash map of the distinct
- * values. Returns LH_OK; LH_ERANGE when v holds more than
- * max_distinct distinct values (the caller sorts instead; values, counts and the sum hold nothing
- * useful then); LH_ENOMEM. */
+ * values. Returns LH_OK; LH_ERANGE when v holds more than max_distinct distinct values (the
+ * caller sorts instead; values, counts and the sum hold nothing useful then); LH_ENOMEM. */
 int lh_tally_i64(const int64_t *v, const uint32_t *weights, size_t n, size_t max_distinct, int64_t *values,
                  int64_t *counts, size_t *n_distinct, int64_t *sum_high, uint64_t *sum_low, char *err, size_t errlen);
 

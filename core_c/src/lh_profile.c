@@ -162,7 +162,8 @@ static int reserve_request(lh_profile *p, size_t n, int32_t cat, int64_t hits, i
   }
   if (!failed && hits > 0) {
     cat_reuses *c = &p->cats[cat];
-    failed = reserve(&c->ns, (size_t)hits, sizeof(int64_t)) != 0 || reserve(&c->runs, (size_t)hits, sizeof(uint32_t)) ||
+    failed = reserve(&c->ns, (size_t)hits, sizeof(int64_t)) != 0 ||
+             reserve(&c->runs, (size_t)hits, sizeof(uint32_t)) != 0 ||
              ((p->split || splits(p, cat, hits)) && reserve(&c->keys, (size_t)hits, sizeof(uint32_t)) != 0) ||
              (splits(p, cat, hits) && reserve(&p->base, p->map.count, sizeof(uint32_t)) != 0);
   }
