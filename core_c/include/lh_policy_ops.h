@@ -79,6 +79,13 @@ extern const lh_policy_ops lh_policy_wa;
  * like any resident block. 0: none (the default). Not for the other policies. */
 void lh_sim_set_ttl(lh_sim *sim, int64_t ttl_ns);
 
+/* Sets the GDFS ring's width (lh_policy_gdfs.c: the priorities within `width` of the clock are
+ * kept in a ring, the others in a heap): a power of two up to 2^30, before the first request.
+ * Results do not depend on it; tests make it small to send buckets through the heap and back.
+ * 0, or -1 (not a gdfs simulator, started, a bad width, or out of memory: nothing changed). */
+int lh_sim_gdfs_near_width(lh_sim *sim, size_t width);
+int lh_gdfs_set_near_width(void *state, size_t width); /* the policy's half of it */
+
 /* Grows *p (an array of *cap elements of elem bytes) to hold at least `need`, doubling; 0, or -1
  * on allocation failure with *p and *cap unchanged. (lh_sim.c) */
 int lh_policy_grow(void **p, size_t *cap, size_t need, size_t elem);

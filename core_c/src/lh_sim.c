@@ -204,6 +204,11 @@ static inline int alive(const lh_sim *s, uint32_t slot, int64_t now) {
 
 void lh_sim_set_ttl(lh_sim *s, int64_t ttl_ns) { s->ttl_ns = ttl_ns > 0 ? ttl_ns : 0; }
 
+int lh_sim_gdfs_near_width(lh_sim *s, size_t width) {
+  if (s->ops != &lh_policy_gdfs || s->started) return -1;
+  return lh_gdfs_set_near_width(s->policy, width);
+}
+
 /* After an eviction: the next victim's key map slot, and its list successor's slot, on their
  * way into the cache (the victim's own slot was the successor prefetched the time before). */
 static inline void prefetch_victims(const lh_sim *s) {

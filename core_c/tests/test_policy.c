@@ -91,11 +91,6 @@ static void test_errors(void) {
   lh_sim_destroy(s);
 }
 
-/* Random requests: chains of 1..8 keys under the prefix contract (a key names its whole prefix:
- * heads in [2^40, 2^40 + 400), a child is parent * 4 + 1..3) from a skewed pool, 1..3 categories,
- * gaps of 0..3 s. With contract = 0 the chains break it (a child may equal another request's
- * head, and keys repeat inside a request): the lane core then raises thresholds to keep them
- * strictly increasing, so its facts are a lower bound of exact LRU. */
 /* The lane core's facts of n requests (segments and their offsets, for lh_project_blocks), in
  * arrays the caller frees. */
 static void lane_facts(const int64_t *keys, const int64_t *offsets, const int64_t *ts, size_t n, int64_t **segs,
@@ -111,11 +106,16 @@ static void lane_facts(const int64_t *keys, const int64_t *offsets, const int64_
   lh_lane_destroy(lane);
 }
 
-static void test_random(int contract) {
-  enum { N = 3000, CAPS = 6 };
-  const uint64_t caps[CAPS] = {0, 1, 3, 8, 40, 200};
+/* Random requests: chains of 1..8 keys under the prefix contract (a key names its whole prefix:
+ * heads in [2^40, 2^40 + 400), a child is parent * 4 + 1..3) from a skewed pool, 1..3 categories,
+ * gaps of 0..3 s. With contract = 0 the chains break it (a child may equal another request's
+ * head, and keys repeat inside a request): the lane core then raises thresholds to keep them
+ * strictly increasing, so its facts are a lower bound of exact LRU. In arrays the caller frees:
+ * keys (8 N), offsets (N + 1), ts, cats. */
+static void random_requests(int contract, size_t N, int64_t **keys_out, int64_t **offsets_out, int64_t **ts_out,
+                            int32_t **cats_out) {
   int64_t *keys = malloc(8 * N * sizeof *keys), *offsets = malloc((N + 1) * sizeof *offsets);
-  int64_t *ts = malloc(N * sizeof *ts), *hits = malloc(N * sizeof *hits);
+  int64_t *ts = malloc(N * sizeof *ts);
   int32_t *cats = malloc(N * sizeof *cats);
   offsets[0] = 0;
   int64_t now = 0;
@@ -132,6 +132,15 @@ static void test_random(int contract) {
     ts[r] = now;
     cats[r] = (int32_t)(rnd() % 3);
   }
+  *keys_out = keys, *offsets_out = offsets, *ts_out = ts, *cats_out = cats;
+}
+
+static void test_random(int contract) {
+  enum { N = 3000, CAPS = 6 };
+  const uint64_t caps[CAPS] = {0, 1, 3, 8, 40, 200};
+  int64_t *keys, *offsets, *ts, *hits = malloc(N * sizeof *hits);
+  int32_t *cats;
+  random_requests(contract, N, &keys, &offsets, &ts, &cats);
   /* the lane core's facts, projected at every capacity */
   char err[LH_ERR_LEN];
   size_t done = 0;
@@ -161,6 +170,48 @@ static void test_random(int contract) {
     }
   }
   free(keys), free(offsets), free(ts), free(hits), free(cats), free(segs), free(seg_offsets);
+}
+
+/* GDFS keeps the priorities near its clock in a ring and the others in a heap, moving them to the
+ * ring as the clock rises: rings of 1 .. 64 priorities (most buckets go through the heap and
+ * back) give the default ring's hits and evictions, request by request, invariants after each. */
+static void test_gdfs_ring_widths(int contract) {
+  enum { N = 3000, CAPS = 4, WIDTHS = 5 };
+  const uint64_t caps[CAPS] = {1, 3, 8, 40};
+  const size_t widths[WIDTHS] = {0, 1, 2, 8, 64}; /* 0: the default */
+  int64_t *keys, *offsets, *ts, *hits = malloc(WIDTHS * N * sizeof *hits);
+  int32_t *cats;
+  random_requests(contract, N, &keys, &offsets, &ts, &cats);
+  int64_t *evicted = malloc(WIDTHS * 8 * N * sizeof *evicted);
+  size_t n_evicted[WIDTHS];
+  char err[LH_ERR_LEN];
+  for (size_t c = 0; c < CAPS; c++) {
+    for (size_t w = 0; w < WIDTHS; w++) {
+      lh_sim *s = make(LH_POLICY_GDFS, caps[c]);
+      CHECK(widths[w] == 0 || lh_sim_gdfs_near_width(s, widths[w]) == 0);
+      n_evicted[w] = 0;
+      for (size_t r = 0; r < N; r++) {
+        size_t done = 0;
+        CHECK(lh_sim_process_batch(s, keys, (size_t)offsets[N], offsets + r, ts + r, cats + r, 1, hits + w * N + r,
+                                   &done, err, sizeof err) == LH_OK);
+        CHECK(lh_sim_check(s, err, sizeof err) == LH_OK);
+        const int64_t *ev_keys, *ev_reqs;
+        size_t n = lh_sim_evictions(s, &ev_keys, &ev_reqs);
+        for (size_t i = 0; i < n; i++) evicted[w * 8 * N + n_evicted[w]++] = ev_keys[i];
+      }
+      CHECK(lh_sim_gdfs_near_width(s, 4) == -1); /* started */
+      lh_sim_destroy(s);
+      CHECK(memcmp(hits + w * N, hits, N * sizeof *hits) == 0);
+      CHECK(n_evicted[w] == n_evicted[0] && memcmp(evicted + w * 8 * N, evicted, n_evicted[0] * sizeof *evicted) == 0);
+    }
+    CHECK(n_evicted[0] > 0);
+  }
+  lh_sim *lru = make(LH_POLICY_LRU, 4), *gdfs = make(LH_POLICY_GDFS, 4);
+  CHECK(lh_sim_gdfs_near_width(lru, 4) == -1 && lh_sim_gdfs_near_width(gdfs, 3) == -1 &&
+        lh_sim_gdfs_near_width(gdfs, 0) == -1 && lh_sim_gdfs_near_width(gdfs, 8) == 0);
+  lh_sim_destroy(lru);
+  lh_sim_destroy(gdfs);
+  free(keys), free(offsets), free(ts), free(hits), free(cats), free(evicted);
 }
 
 /* Tables past 4 MiB (the key map and the simulator's slot array grown through many doublings):
@@ -354,6 +405,8 @@ int main(void) {
   test_errors();
   test_random(1);
   test_random(0);
+  test_gdfs_ring_widths(1);
+  test_gdfs_ring_widths(0);
   test_large_tables();
   test_evidence_golden();
   test_evidence_errors();
