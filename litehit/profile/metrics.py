@@ -4,6 +4,8 @@ a threshold is compared (skew, capacity), nearest-rank quantiles."""
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -198,18 +200,29 @@ def lifespan(t: Tally, never_reused: int) -> Lifespan:
 
 
 def shares_for(counts: Int64Array, percents: Sequence[int], population: int) -> list[float]:
-    """For each percent: the smallest fraction of a population (sorted by count, descending)
-    whose counts reach percent% of the total: k / population; 0 when the total is 0. counts may
-    omit zeros. One sort for all the percents."""
-    total = _exact_sum(counts)
+    """For each percent (1 .. 100): the smallest fraction of a population (sorted by count,
+    descending) whose counts reach percent% of the total: k / population; 0 when the total is 0.
+    counts may omit zeros. From one tally of the counts: the keys of one count are taken
+    together, so the work is in their distinct values, not a sort of every key."""
+    t = tally(counts)
+    total = t.total
     if total == 0 or population == 0:
         return [0.0] * len(percents)
-    ordered = np.sort(counts)
-    ordered = ordered[::-1]
-    cumulative = np.cumsum(ordered)
-    del ordered
-    # 100 x cum >= percent x total, in integers
-    return [(int(np.searchsorted(cumulative, -(-p * total // 100), side="left")) + 1) / population for p in percents]
+    values, keys = t.values[::-1], t.counts[::-1]  # descending
+    # the counts reached after each group of equal counts: every partial sum is at most the
+    # total, so int64 holds them whenever it holds the total
+    if total < 2**63:
+        reached = np.cumsum(values * keys).tolist()
+    else:
+        reached = list(itertools.accumulate(int(v) * int(k) for v, k in zip(values, keys, strict=True)))
+    taken = np.cumsum(keys).tolist()
+    shares = []
+    for p in percents:
+        need = -(-p * total // 100)  # 100 x reached >= percent x total, in integers
+        i = bisect.bisect_left(reached, need)  # the group where the need is met (need >= 1: a positive count)
+        before, keys_before = (reached[i - 1], taken[i - 1]) if i else (0, 0)
+        shares.append((keys_before + -(-(need - before) // int(values[i]))) / population)
+    return shares
 
 
 def share_for(counts: Int64Array, percent: int, population: int) -> float:
