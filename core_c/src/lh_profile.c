@@ -187,14 +187,27 @@ static int64_t record_request(lh_profile *p, const int64_t *keys, size_t n, int6
   uint32_t *idx = AT(p->scratch, uint32_t);
   for (size_t j = 0; j < n; j++) lh_keymap_prefetch(&p->map, keys[j]);
   /* the reused keys, checked before anything changes */
+  int64_t seen = hits; /* keys[0 .. seen) were seen before */
   for (int64_t i = 0; i < hits; i++) {
     uint32_t k = lh_keymap_get(&p->map, keys[i]);
-    *reason = k == LH_NIL ? 1 : reuses[k] >= UINT32_MAX - (uint32_t)hits ? 2 : 0;
-    if (*reason) return i;
+    if (k == LH_NIL) {
+      seen = i;
+      break;
+    }
     idx[i] = k;
     __builtin_prefetch(&last[k], 1, 3); /* read and written below, at random keys */
     __builtin_prefetch(&reuses[k], 1, 3);
     __builtin_prefetch(&shared[k], 1, 3);
+  }
+  for (int64_t i = 0; i < seen; i++) { /* their counts, once the lines are on their way */
+    if (reuses[idx[i]] >= UINT32_MAX - (uint32_t)hits) {
+      *reason = 2;
+      return i;
+    }
+  }
+  if (seen < hits) {
+    *reason = 1;
+    return seen;
   }
   if (hits > 0) {
     if ((size_t)cat >= p->n_cats) p->n_cats = (size_t)cat + 1;
