@@ -9,9 +9,10 @@
  * when accessed, so appending keeps the order). Buckets live in two places, by H - L:
  *   - near, H < L + near_w (a power of two): bucket of H at ring[H mod near_w], so finding one
  *     is an array read, and a bitmap of the ring (with a summary of its non-zero words) finds
- *     the smallest H by scanning from L mod near_w; the near H map one to one onto the ring;
- *   - far, H >= L + near_w (a block hit thousands of times): a map H -> bucket and a 4-ary
- *     min-heap of buckets, as before there was a ring.
+ *     the smallest H by scanning from L mod near_w; distinct near priorities are fewer than
+ *     near_w apart, so no two share a ring position;
+ *   - far, H >= L + near_w (a block accessed at least near_w times since its insertion): a map
+ *     H -> bucket and a 4-ary min-heap of buckets, as before there was a ring.
  * When an eviction raises L, the far buckets that came within near_w of it move to the ring, so
  * the split always holds. Most accesses give H = L + a small count: a bucket appears or empties
  * every few accesses, which the ring makes a bit flip instead of a map and heap update.

@@ -214,6 +214,34 @@ static void test_gdfs_ring_widths(int contract) {
   free(keys), free(offsets), free(ts), free(hits), free(cats), free(evicted);
 }
 
+/* Blocks hit thousands of times: capacity 2 holds two keys of H 4,100 and 6,000 while the clock
+ * is 0, so the smallest H is found past the ring's first summary word (positions 0 .. 4,095; 4,100
+ * is in the first bitmap word of the next one), and later insertions sit next to the clock while
+ * key 2 stays far above it. Rings of 1 .. 8,192 priorities against the default, and the hits as
+ * worked out by hand. */
+static void test_gdfs_far_minimum(void) {
+  enum { ONE = 4100, TWO = 6000, NEW = 40, N = ONE + TWO + NEW, WIDTHS = 5 };
+  const size_t widths[WIDTHS] = {0, 1, 64, 4096, 8192};
+  int64_t *keys = malloc(N * sizeof *keys), *hits = malloc(WIDTHS * N * sizeof *hits);
+  size_t n = 0;
+  for (size_t i = 0; i < ONE; i++) keys[n++] = 1; /* H(1) = 4,100 */
+  for (size_t i = 0; i < TWO; i++) keys[n++] = 2; /* H(2) = 6,000 */
+  for (int64_t k = 3; n < N; k++) keys[n++] = k;  /* new keys: each evicts the smallest H */
+  for (size_t w = 0; w < WIDTHS; w++) {
+    lh_sim *s = make(LH_POLICY_GDFS, 2);
+    CHECK(widths[w] == 0 || lh_sim_gdfs_near_width(s, widths[w]) == 0);
+    run_keys(s, keys, N, hits + w * N); /* invariants after every request */
+    lh_sim_destroy(s);
+    CHECK(memcmp(hits + w * N, hits, N * sizeof *hits) == 0);
+  }
+  /* key 3 evicts key 1 (H 4,100 < 6,000: L = 4,100) and enters at H 4,101; every later new key
+   * evicts the one before it (H L + 1 < 6,000), so key 2 stays: hits are the repeats of 1 and 2 */
+  int64_t total = 0;
+  for (size_t i = 0; i < N; i++) total += hits[i];
+  CHECK(total == (ONE - 1) + (TWO - 1));
+  free(keys), free(hits);
+}
+
 /* Tables past 4 MiB (the key map and the simulator's slot array grown through many doublings):
  * 240,000 distinct keys, prefix-closed (a key determines the keys before it), so LRU's hits
  * equal the lane core's projection exactly; WA's invariants. */
@@ -407,6 +435,7 @@ int main(void) {
   test_random(0);
   test_gdfs_ring_widths(1);
   test_gdfs_ring_widths(0);
+  test_gdfs_far_minimum();
   test_large_tables();
   test_evidence_golden();
   test_evidence_errors();
