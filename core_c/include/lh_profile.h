@@ -88,7 +88,8 @@ void lh_profile_reset(lh_profile *p);
 
 /* Records n_req requests the lane has just processed, in order. Request r has keys[offsets[r] ..
  * offsets[r+1]) of the n_keys keys (0 <= offsets[r] <= offsets[r+1] <= n_keys), the timestamp
- * timestamps[r] (never below the previous request's), the category categories[r] (>= 0) and the
+ * timestamps[r] (never below the previous request's, nor more than 2^63 - 1 ns after the first
+ * request's: LH_ERANGE), the category categories[r] (>= 0) and the
  * curve the lane wrote for it: pairs seg_offsets[r] .. seg_offsets[r+1] of the n_segs pairs of
  * segs (offsets under the same rule; well formed, covering at most the request's blocks).
  * hits (caller-owned, n_req entries) receives each request's infinite-capacity hit blocks.

@@ -55,7 +55,7 @@ struct lh_profile {
   array base;              /* uint32: per-key reuse counts at the split (len 0 before it) */
   int split;               /* a second category has reused: every reuse records its key */
   int started;
-  int64_t last_ts;
+  int64_t first_ts, last_ts; /* of the first and the latest request recorded */
   lh_profile_stats stats;
 };
 
@@ -298,6 +298,12 @@ int lh_profile_record_batch(lh_profile *p, const int64_t *keys, size_t n_keys, c
   const lh_batch batch = {n_req, offsets, n_keys, timestamps, categories, 0};
   for (size_t r = 0; r < n_req; r++) {
     int rc = lh_batch_check_request(&batch, r, p->started ? &p->last_ts : NULL, err, errlen);
+    if (rc == LH_OK && p->started && (uint64_t)timestamps[r] - (uint64_t)p->first_ts > (uint64_t)INT64_MAX) {
+      /* a reuse time or a lifespan is at most the span: it must fit int64 nanoseconds */
+      rc = lh_fail(err, errlen, LH_ERANGE,
+                   "request %zu: timestamp %lld ns is more than 2^63 - 1 ns after the first request's (%lld ns)", r,
+                   (long long)timestamps[r], (long long)p->first_ts);
+    }
     if (rc != LH_OK) {
       *n_done = r;
       return rc;
@@ -322,6 +328,7 @@ int lh_profile_record_batch(lh_profile *p, const int64_t *keys, size_t n_keys, c
       *n_done = r;
       return rc;
     }
+    if (!p->started) p->first_ts = now;
     p->started = 1;
     p->last_ts = now;
     hits[r] = h;

@@ -397,13 +397,13 @@ static void test_windows(void) {
   lh_lane *lane = new_lane(0);
   lh_profile *p = new_profile(10);
   int64_t keys[] = {1, 2, 1, 3, 4, 4, 1}, offsets[] = {0, 1, 1, 3, 4, 4, 6, 7},
-          ts[] = {INT64_MIN, -15, -10, -1, 0, 0, 29}, hits[7];
+          ts[] = {INT64_MIN + 30, -15, -10, -1, 0, 0, 29}, hits[7]; /* the widest span: 2^63 - 1 ns */
   int32_t cats[] = {0, 0, 0, 0, 0, 0, 0};
   /* windows: min/10 floored; -2 {}; -1 {2,1} + {3}; 0 {} + {4}; 2 {1} */
   feed(lane, p, keys, offsets, ts, cats, 7, hits);
   lh_profile_view v;
   lh_profile_get_view(p, &v);
-  static const int64_t window[] = {INT64_MIN / 10 - 1, -2, -1, 0, 2}, window_keys[] = {1, 0, 3, 1, 1};
+  static const int64_t window[] = {(INT64_MIN + 30) / 10 - 1, -2, -1, 0, 2}, window_keys[] = {1, 0, 3, 1, 1};
   CHECK(v.n_windows == 5);
   if (v.n_windows == 5) {
     CHECK(memcmp(v.window, window, sizeof window) == 0);
@@ -1034,6 +1034,29 @@ static void test_tally_weighted(void) {
   }
 }
 
+/* Timestamps at the ends of int64: a reuse time of exactly 2^63 - 1 ns is recorded, one more
+ * nanosecond of span is refused (it would wrap in now - last) and changes nothing. */
+static void test_timestamp_span(void) {
+  const int64_t keys[] = {7, 7, 7}, offsets[] = {0, 1, 2, 3}, segs[] = {1, 1, 1, 1}, seg_offsets[] = {0, 0, 1, 2};
+  const int32_t cats[] = {0, 0, 0};
+  const int64_t first = INT64_MIN + 5, widest = first + INT64_MAX; /* = 4 */
+  int64_t ts[] = {first, widest, widest + 1}, hits[3] = {-1, -1, -1};
+  size_t done = 9;
+  char err[LH_ERR_LEN] = "";
+  lh_profile *p = new_profile(1000);
+  int st =
+      lh_profile_record_batch(p, keys, 3, offsets, ts, cats, 3, segs, 2, seg_offsets, hits, &done, err, sizeof err);
+  CHECK(st == LH_ERANGE && done == 2 && hits[0] == 0 && hits[1] == 1);
+  CHECK(strstr(err, "request 2: timestamp 5 ns is more than 2^63 - 1 ns after the first request's") != NULL);
+  lh_profile_reuses r;
+  lh_profile_get_reuses(p, 0, &r);
+  CHECK(r.n == 1 && r.n_runs == 1 && r.ns[0] == INT64_MAX && r.runs[0] == 1);
+  lh_profile_view v;
+  lh_profile_get_view(p, &v);
+  CHECK(v.n_keys == 1 && v.first_ns[0] == first && v.last_ns[0] == widest && v.reuses[0] == 1);
+  lh_profile_destroy(p);
+}
+
 int main(void) {
   test_golden();
   test_golden_hand_curves();
@@ -1042,6 +1065,7 @@ int main(void) {
   test_windows();
   test_errors();
   test_error_at_the_first_reuse();
+  test_timestamp_span();
   test_large_categories();
   test_reset();
   test_differential();

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from oracle import NaiveLru
 
 import core_c
-from core_c import BatchFacts, CoreError, CoreInvalidArgument, Lane, ProfileRecorder
+from core_c import BatchFacts, CoreError, CoreInvalidArgument, CoreRangeError, Lane, ProfileRecorder
 from core_c.profile import CategoryReuses
 
 
@@ -285,6 +285,22 @@ def test_a_timestamp_below_the_previous_batch_fails_at_index_0() -> None:
         assert info.value.index == 0 and len(info.value.partial) == 0  # type: ignore[attr-defined]
         assert snapshot(rec) == snapshot(ref)
         assert list(rec.record_batch(*flat([Req(110, 0, (1,))]), curves(((1, 1),)))) == [1]
+
+
+def test_timestamps_more_than_int64_apart_are_refused() -> None:
+    """A reuse time (or a lifespan) is at most the span from the first request: 2^63 - 1 ns is
+    recorded, one nanosecond more is refused before anything changes."""
+    first = -(2**63) + 5
+    with ProfileRecorder(1000) as rec:
+        assert list(
+            rec.record_batch(*flat([Req(first, 0, (7,)), Req(first + 2**63 - 1, 0, (7,))]), curves((), ((1, 1),)))
+        ) == [0, 1]
+        with pytest.raises(CoreRangeError, match="more than 2\\^63 - 1 ns after the first request's") as info:
+            rec.record_batch(*flat([Req(first + 2**63, 0, (7,))]), curves(((1, 1),)))
+        assert info.value.index == 0
+        reuses = rec.reuses_of(0)
+        assert reuses.expanded().tolist() == [2**63 - 1]
+        assert rec.arrays().last_ns.tolist() == [first + 2**63 - 1]
 
 
 def test_window_must_be_positive() -> None:
