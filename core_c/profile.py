@@ -112,7 +112,10 @@ class ProfileRecorder(CHandle):
         facts: BatchFacts,
     ) -> Int64Array:
         """Records requests the lane has just processed (the same arrays it was given, and the
-        facts it returned); returns each request's infinite-capacity hit blocks.
+        facts it returned); returns each request's infinite-capacity hit blocks. Facts carrying
+        key numbers (a ``Lane(key_ids=True)``) are recorded by those numbers, without the
+        recorder's own key map: feed such a recorder one lane's facts only, from its first batch
+        (it takes numbers or keys for good).
 
         On failure raises CoreError with ``index`` = the failing request and ``partial`` = the
         hits of the requests before it (which are recorded); the failing one changed nothing."""
@@ -136,9 +139,15 @@ class ProfileRecorder(CHandle):
         hits = np.zeros(n, dtype=np.int64)
         n_done = ffi.new("size_t *")
         err = new_error_buffer()
+        ids = facts.key_ids
+        if ids is not None and (ids.dtype != np.uint32 or len(ids) != len(keys)):
+            raise ValueError("facts key_ids need one uint32 per key")
+        if ids is not None:
+            ids = np.ascontiguousarray(ids)
         status = lib.lh_profile_record_batch(
             handle,
             ptr("int64_t[]", keys),
+            ffi.NULL if ids is None else ptr("uint32_t[]", ids),
             len(keys),
             ptr("int64_t[]", offsets),
             ptr("int64_t[]", ts),

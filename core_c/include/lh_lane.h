@@ -34,8 +34,14 @@ typedef struct lh_lane lh_lane;
 
 /* Lane options (bit flags).
  * LH_LANE_KEEP_EXPIRED: remember expired keys (no reclaim) so cuts are told apart exactly; costs
- * memory for every key ever seen. */
+ * memory for every key ever seen.
+ * LH_LANE_KEY_IDS: number the keys in order of first sight, 0, 1, 2, ... (within a request, in
+ * block order), and write each block's number (lh_lane_process_batch's key_ids), so that a
+ * profile recorder following the lane needs no key map of its own. A key keeps its number for
+ * good, so this keeps expired keys too (as LH_LANE_KEEP_EXPIRED); the key map's slots take 16
+ * bytes instead of 12. At most 2^32 - 2 keys (LH_ERANGE beyond). */
 #define LH_LANE_KEEP_EXPIRED 1u
+#define LH_LANE_KEY_IDS 2u
 
 typedef struct lh_lane_stats {
   uint64_t unique_blocks;  /* alive tracked blocks (expired ones excluded) */
@@ -68,12 +74,14 @@ void lh_lane_reset(lh_lane *lane);
  *                its request has blocks)
  *   seg_offsets  n_req + 1 entries; request r's curve is pairs seg_offsets[r] .. seg_offsets[r+1]
  *   cuts         n_req entries of LH_CUT_* (may be NULL)
+ *   key_ids      n_keys entries, as keys: block j's key number at key_ids[j] for j >= offsets[0]
+ *                (may be NULL; a lane without LH_LANE_KEY_IDS refuses one with LH_EINVAL)
  * Returns LH_OK with *n_done = n_req, or an error with *n_done = the index of the failing
  * request: requests before it are committed and their outputs written, the failing request
  * changed nothing. */
 int lh_lane_process_batch(lh_lane *lane, const int64_t *keys, size_t n_keys, const int64_t *offsets,
                           const int64_t *timestamps, size_t n_req, int64_t *segs, int64_t *seg_offsets, uint8_t *cuts,
-                          size_t *n_done, char *err, size_t errlen);
+                          uint32_t *key_ids, size_t *n_done, char *err, size_t errlen);
 
 /* Advances the TTL clock to now_ns without a request (expires blocks). No-op without TTL. */
 void lh_lane_advance_time(lh_lane *lane, int64_t now_ns);

@@ -87,7 +87,13 @@ void lh_profile_destroy(lh_profile *p);
 void lh_profile_reset(lh_profile *p);
 
 /* Records n_req requests the lane has just processed, in order. Request r has keys[offsets[r] ..
- * offsets[r+1]) of the n_keys keys (0 <= offsets[r] <= offsets[r+1] <= n_keys), the timestamp
+ * offsets[r+1]) of the n_keys keys (0 <= offsets[r] <= offsets[r+1] <= n_keys), given either as
+ * keys (looked up in the recorder's own key map) or, when key_ids is not NULL, as their numbers
+ * in order of first access (0 for the first key, each new key the next number: what a lane with
+ * LH_LANE_KEY_IDS writes; keys is then ignored and may be NULL). A recorder takes one or the
+ * other for good, from the first request it records (LH_EINVAL for the other); numbers need no
+ * key map, the recorder's largest cost. A number above the next new one is refused (LH_EINVAL).
+ * Request r has the timestamp
  * timestamps[r] (never below the previous request's, nor more than 2^63 - 1 ns after the first
  * request's: LH_ERANGE), the category categories[r] (>= 0) and the
  * curve the lane wrote for it: pairs seg_offsets[r] .. seg_offsets[r+1] of the n_segs pairs of
@@ -95,10 +101,10 @@ void lh_profile_reset(lh_profile *p);
  * hits (caller-owned, n_req entries) receives each request's infinite-capacity hit blocks.
  * Returns LH_OK with *n_done = n_req, or an error with *n_done = the index of the failing
  * request: requests before it are recorded, the failing one changed nothing. */
-int lh_profile_record_batch(lh_profile *p, const int64_t *keys, size_t n_keys, const int64_t *offsets,
-                            const int64_t *timestamps, const int32_t *categories, size_t n_req, const int64_t *segs,
-                            size_t n_segs, const int64_t *seg_offsets, int64_t *hits, size_t *n_done, char *err,
-                            size_t errlen);
+int lh_profile_record_batch(lh_profile *p, const int64_t *keys, const uint32_t *key_ids, size_t n_keys,
+                            const int64_t *offsets, const int64_t *timestamps, const int32_t *categories, size_t n_req,
+                            const int64_t *segs, size_t n_segs, const int64_t *seg_offsets, int64_t *hits,
+                            size_t *n_done, char *err, size_t errlen);
 
 /* Fills *view with the recorder's arrays. Cannot fail. */
 void lh_profile_get_view(const lh_profile *p, lh_profile_view *view);

@@ -19,27 +19,30 @@ int lh_keymap_reserve(lh_keymap *m, size_t extra) {
   if (need <= load_limit(cap, pct)) return 0;
   size_t new_cap = cap == 0 ? 64 : cap;
   while (need > load_limit(new_cap, pct)) {
-    if (new_cap > SIZE_MAX / 2 / LH_KEYMAP_SLOT) return -1;
+    if (new_cap > SIZE_MAX / 2 / LH_KEYMAP_WIDE_SLOT) return -1;
     new_cap *= 2;
   }
-  unsigned char *slots = malloc(new_cap * LH_KEYMAP_SLOT);
+  size_t w = lh_keymap_width(m);
+  unsigned char *slots = malloc(new_cap * w);
   if (slots == NULL) return -1;
-  memset(slots, 0xFF, new_cap * LH_KEYMAP_SLOT); /* every value LH_NIL: every slot empty */
+  memset(slots, 0xFF, new_cap * w); /* every value LH_NIL: every slot empty */
   lh_keymap old = *m;
   m->slots = slots;
   m->mask = new_cap - 1;
-  m->count = 0;
-  for (size_t i = 0; i < cap; i++) {
-    if (lh_keymap_val(&old, i) != LH_NIL) lh_keymap_put(m, lh_keymap_key(&old, i), lh_keymap_val(&old, i));
+  for (size_t i = 0; i < cap; i++) { /* the whole slot moves: a wide map's aux with its key */
+    if (lh_keymap_val_w(&old, i, w) == LH_NIL) continue;
+    size_t j = lh_keymap_home(m, lh_keymap_key_w(&old, i, w));
+    while (lh_keymap_val_w(m, j, w) != LH_NIL) j = (j + 1) & m->mask;
+    memcpy(slots + j * w, old.slots + i * w, w);
   }
   free(old.slots);
   return 0;
 }
 
 void lh_keymap_put(lh_keymap *m, int64_t key, uint32_t val) {
-  size_t i = lh_keymap_home(m, key);
-  while (lh_keymap_val(m, i) != LH_NIL) i = (i + 1) & m->mask;
-  lh_keymap_put_at(m, i, key, val);
+  size_t w = lh_keymap_width(m), i = lh_keymap_home(m, key);
+  while (lh_keymap_val_w(m, i, w) != LH_NIL) i = (i + 1) & m->mask;
+  lh_keymap_put_at_w(m, i, key, val, w);
 }
 
 void lh_keymap_set(lh_keymap *m, int64_t key, uint32_t val) {
@@ -54,33 +57,33 @@ void lh_keymap_set(lh_keymap *m, int64_t key, uint32_t val) {
 void lh_keymap_del_at(lh_keymap *m, size_t i) {
   /* Backward shift: move later keys of the probe run into the hole when their home slot does
    * not lie (cyclically) after the hole. */
-  size_t hole = i;
-  for (size_t j = (i + 1) & m->mask; lh_keymap_val(m, j) != LH_NIL; j = (j + 1) & m->mask) {
-    size_t home = lh_keymap_home(m, lh_keymap_key(m, j));
+  size_t w = lh_keymap_width(m), hole = i;
+  for (size_t j = (i + 1) & m->mask; lh_keymap_val_w(m, j, w) != LH_NIL; j = (j + 1) & m->mask) {
+    size_t home = lh_keymap_home(m, lh_keymap_key_w(m, j, w));
     int movable = hole <= j ? (home <= hole || home > j) : (home <= hole && home > j);
     if (movable) {
-      memcpy(m->slots + hole * LH_KEYMAP_SLOT, m->slots + j * LH_KEYMAP_SLOT, LH_KEYMAP_SLOT);
+      memcpy(m->slots + hole * w, m->slots + j * w, w);
       hole = j;
     }
   }
-  lh_keymap_set_val(m, hole, LH_NIL);
+  lh_keymap_set_val_w(m, hole, LH_NIL, w);
   m->count--;
 }
 
 void lh_keymap_del(lh_keymap *m, int64_t key) {
   if (m->slots == NULL) return;
-  size_t i = lh_keymap_find(m, key);
-  if (lh_keymap_val(m, i) != LH_NIL) lh_keymap_del_at(m, i);
+  size_t w = lh_keymap_width(m), i = lh_keymap_probe_w(m, key, lh_keymap_home(m, key), w);
+  if (lh_keymap_val_w(m, i, w) != LH_NIL) lh_keymap_del_at(m, i);
 }
 
 void lh_keymap_clear(lh_keymap *m) {
-  if (m->slots != NULL) memset(m->slots, 0xFF, (m->mask + 1) * LH_KEYMAP_SLOT);
+  if (m->slots != NULL) memset(m->slots, 0xFF, (m->mask + 1) * lh_keymap_width(m));
   m->count = 0;
 }
 
 size_t lh_keymap_room(const lh_keymap *m) { return load_limit(lh_keymap_capacity(m), load_percent(m)); }
 
-size_t lh_keymap_memory(const lh_keymap *m) { return lh_keymap_capacity(m) * LH_KEYMAP_SLOT; }
+size_t lh_keymap_memory(const lh_keymap *m) { return lh_keymap_capacity(m) * lh_keymap_width(m); }
 
 void lh_keymap_free(lh_keymap *m) {
   free(m->slots);

@@ -6,11 +6,12 @@
  * are compacted away when they outnumber four times the live markers plus a fixed slack.
  *
  * Key map: the engine's shared map (lh_keymap.h) from key to position, 12 bytes a slot, at most
- * 80 % full (it is most of a lane's memory). The lane never deletes from it: compaction renumbers
- * the positions in place or, to drop expired keys, rebuilds it. A position value also encodes
- * "pending in the current request" (high bit + request index) and "dead" (expired, retained).
- * Every slot of a request is prefetched before its lookups, and phase 2 writes positions through
- * the slot indices phase 1 found.
+ * 80 % full (it is most of a lane's memory); 16 bytes with LH_LANE_KEY_IDS, the key's number in
+ * the slot's aux. The per-block code is compiled for each width (process_one_w's w, a constant).
+ * The lane never deletes from it: compaction renumbers the positions in place or, to drop expired
+ * keys, rebuilds it. A position value also encodes "pending in the current request" (high bit +
+ * request index) and "dead" (expired, retained). Every slot of a request is prefetched before its
+ * lookups, and phase 2 writes positions through the slot indices phase 1 found.
  *
  * TTL: epochs (start position, timestamp) are pushed as requests commit; since timestamps never
  * decrease along positions, everything below a watermark position is expired and everything at
@@ -35,6 +36,7 @@
 #define MIN_POS_CAP 8192u
 #define MAX_REQUEST_BLOCKS 0x7FFFFFFEu
 #define MAP_LOAD_PERCENT 80
+#define MAX_KEY_ID ((size_t)UINT32_MAX - 1) /* keys a numbering lane holds (numbers 0 .. MAX_KEY_ID - 1) */
 
 struct lh_lane {
   int64_t ttl_ns;
@@ -227,7 +229,7 @@ static void push_epoch(lh_lane *L, uint64_t start, int64_t now) {
  * changes and LH_ENOMEM is returned. */
 static int compact(lh_lane *L) {
   uint64_t alive = L->markers - L->dead_markers;
-  int rebuild_map = L->dead_markers > 0 && !(L->flags & LH_LANE_KEEP_EXPIRED);
+  int rebuild_map = L->dead_markers > 0 && !(L->flags & (LH_LANE_KEEP_EXPIRED | LH_LANE_KEY_IDS));
   uint64_t nwords = (L->top >> 6) + 1;
   uint32_t *cum = malloc((size_t)(nwords + 1) * sizeof(uint32_t));
   if (cum == NULL) return LH_ENOMEM;
@@ -249,8 +251,9 @@ static int compact(lh_lane *L) {
   cum[0] = 0;
   for (uint64_t w = 0; w < nwords; w++) cum[w + 1] = cum[w] + popcount64(L->bits[w]);
 #define RANK(p) (cum[(p) >> 6] + popcount64(L->bits[(p) >> 6] & mask_upto(p)))
+  const size_t w = lh_keymap_width(&L->map);
   for (size_t i = 0; i < lh_keymap_capacity(&L->map); i++) {
-    uint32_t p = lh_keymap_val(&L->map, i);
+    uint32_t p = lh_keymap_val_w(&L->map, i, w);
     if (p == LH_NIL) continue;
     uint32_t np;
     if (p == POS_DEAD || p < wm) {
@@ -260,9 +263,9 @@ static int compact(lh_lane *L) {
       np = (uint32_t)RANK(p);
     }
     if (rebuild_map) {
-      lh_keymap_put(&new_map, lh_keymap_key(&L->map, i), np);
+      lh_keymap_put(&new_map, lh_keymap_key_w(&L->map, i, w), np); /* narrow: a numbering lane keeps its map */
     } else {
-      lh_keymap_set_val(&L->map, i, np);
+      lh_keymap_set_val_w(&L->map, i, np, w);
     }
   }
   if (rebuild_map) {
@@ -327,17 +330,22 @@ static int should_compact(const lh_lane *L) {
 
 /* ---- lifecycle --------------------------------------------------------------------------- */
 
+static void init_map(lh_lane *L) {
+  L->map.max_load_percent = MAP_LOAD_PERCENT;
+  L->map.slot_bytes = L->flags & LH_LANE_KEY_IDS ? LH_KEYMAP_WIDE_SLOT : LH_KEYMAP_SLOT;
+}
+
 int lh_lane_create(lh_lane **out, int64_t ttl_ns, unsigned flags, char *err, size_t errlen) {
   if (out == NULL) return lh_fail(err, errlen, LH_EINVAL, "lane output pointer is NULL");
   if (ttl_ns < 0) return lh_fail(err, errlen, LH_EINVAL, "ttl_ns must not be negative");
-  if (flags & ~LH_LANE_KEEP_EXPIRED) {
+  if (flags & ~(LH_LANE_KEEP_EXPIRED | LH_LANE_KEY_IDS)) {
     return lh_fail(err, errlen, LH_EINVAL, "unknown lane flags 0x%x", flags);
   }
   lh_lane *L = calloc(1, sizeof(lh_lane));
   if (L == NULL) return lh_fail(err, errlen, LH_ENOMEM, "out of memory creating a lane");
   L->ttl_ns = ttl_ns;
   L->flags = flags;
-  L->map.max_load_percent = MAP_LOAD_PERCENT;
+  init_map(L);
   *out = L;
   return LH_OK;
 }
@@ -366,7 +374,7 @@ void lh_lane_reset(lh_lane *lane) {
   memset(lane, 0, sizeof(*lane));
   lane->ttl_ns = ttl;
   lane->flags = flags;
-  lane->map.max_load_percent = MAP_LOAD_PERCENT;
+  init_map(lane);
 }
 
 /* ---- processing -------------------------------------------------------------------------- */
@@ -396,6 +404,10 @@ static int reserve(lh_lane *L, size_t n, char *err, size_t errlen) {
     L->s_cap = cap;
   }
   if (n == 0) return LH_OK;
+  if ((L->flags & LH_LANE_KEY_IDS) && n > (size_t)MAX_KEY_ID - L->map.count) { /* numbers are uint32, LH_NIL apart */
+    return lh_fail(err, errlen, LH_ERANGE, "a lane that numbers its keys holds at most %llu of them",
+                   (unsigned long long)MAX_KEY_ID);
+  }
   if (lh_keymap_reserve(&L->map, n) != 0) {
     return lh_fail(err, errlen, LH_ENOMEM, "out of memory growing the key map");
   }
@@ -416,9 +428,18 @@ static int reserve(lh_lane *L, size_t n, char *err, size_t errlen) {
   return LH_OK;
 }
 
-/* One request: see lh_lane.h. segs has room for 2 * n values. */
-static int process_one(lh_lane *L, const int64_t *keys, size_t n, int64_t now, int64_t *segs, size_t *nseg_out,
-                       uint8_t *cut_out, char *err, size_t errlen) {
+#if defined(__GNUC__)
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define ALWAYS_INLINE inline
+#endif
+
+/* One request: see lh_lane.h. segs has room for 2 * n values; ids (NULL, or n entries: a
+ * numbering lane's) receives each block's key number. w is the map's slot width, a constant at
+ * each call, so the per-block code is compiled for each width. */
+static ALWAYS_INLINE int process_one_w(lh_lane *L, const int64_t *keys, size_t n, int64_t now, int64_t *segs,
+                                       size_t *nseg_out, uint8_t *cut_out, uint32_t *ids, const size_t w, char *err,
+                                       size_t errlen) {
   int st = reserve(L, n, err, errlen);
   if (st != LH_OK) return st;
   if (L->ttl_ns > 0) {
@@ -441,7 +462,7 @@ static int process_one(lh_lane *L, const int64_t *keys, size_t n, int64_t now, i
 
   for (size_t i = 0; i < n; i++) {
     ref[i] = lh_keymap_home(map, keys[i]);
-    prefetch(lh_keymap_slot_addr(map, (size_t)ref[i]));
+    prefetch(lh_keymap_slot_addr_w(map, (size_t)ref[i], w));
   }
 
   /* Look every key up (inserting absent ones as pending) and evaluate phase 1 on the snapshot:
@@ -452,18 +473,20 @@ static int process_one(lh_lane *L, const int64_t *keys, size_t n, int64_t now, i
   int evaluating = 1;
   for (size_t i = 0; i < n; i++) {
     const int64_t key = keys[i];
-    size_t slot = lh_keymap_probe(map, key, (size_t)ref[i]);
-    uint32_t p = lh_keymap_val(map, slot);
+    size_t slot = lh_keymap_probe_w(map, key, (size_t)ref[i], w);
+    uint32_t p = lh_keymap_val_w(map, slot, w);
     uint32_t p_snap = 0, p_first = (uint32_t)i;
     if (p == LH_NIL) {
-      lh_keymap_put_at(map, slot, key, PENDING | (uint32_t)i);
+      lh_keymap_put_at_w(map, slot, key, PENDING | (uint32_t)i, w);
+      if (w == LH_KEYMAP_WIDE_SLOT) lh_keymap_set_aux(map, slot, (uint32_t)(map->count - 1)); /* never deleted */
     } else if (p & PENDING) {
       p_first = p & ~PENDING;
       p_snap = snap[p_first];
     } else {
       p_snap = p;
-      lh_keymap_set_val(map, slot, PENDING | (uint32_t)i);
+      lh_keymap_set_val_w(map, slot, PENDING | (uint32_t)i, w);
     }
+    if (w == LH_KEYMAP_WIDE_SLOT && ids != NULL) ids[i] = lh_keymap_aux(map, slot);
     ref[i] = slot;
     snap[i] = p_snap;
     first[i] = p_first;
@@ -534,7 +557,7 @@ static int process_one(lh_lane *L, const int64_t *keys, size_t n, int64_t now, i
     }
     add_n++;
     L->markers++;
-    lh_keymap_set_val(map, (size_t)ref[i], (uint32_t)pos);
+    lh_keymap_set_val_w(map, (size_t)ref[i], (uint32_t)pos, w);
   }
   if (del_n) fen_add(fen, nsb, del_sb, -del_n);
   if (add_n) fen_add(fen, nsb, add_sb, add_n);
@@ -544,13 +567,24 @@ static int process_one(lh_lane *L, const int64_t *keys, size_t n, int64_t now, i
   return LH_OK;
 }
 
+static int process_one(lh_lane *L, const int64_t *keys, size_t n, int64_t now, int64_t *segs, size_t *nseg_out,
+                       uint8_t *cut_out, uint32_t *ids, char *err, size_t errlen) {
+  if (L->map.slot_bytes == LH_KEYMAP_WIDE_SLOT) {
+    return process_one_w(L, keys, n, now, segs, nseg_out, cut_out, ids, LH_KEYMAP_WIDE_SLOT, err, errlen);
+  }
+  return process_one_w(L, keys, n, now, segs, nseg_out, cut_out, NULL, LH_KEYMAP_SLOT, err, errlen);
+}
+
 int lh_lane_process_batch(lh_lane *lane, const int64_t *keys, size_t n_keys, const int64_t *offsets,
                           const int64_t *timestamps, size_t n_req, int64_t *segs, int64_t *seg_offsets, uint8_t *cuts,
-                          size_t *n_done, char *err, size_t errlen) {
+                          uint32_t *key_ids, size_t *n_done, char *err, size_t errlen) {
   *n_done = 0;
   seg_offsets[0] = 0;
   if (lane->ttl_ns > 0 && timestamps == NULL && n_req > 0) {
     return lh_fail(err, errlen, LH_EINVAL, "a TTL lane needs timestamps");
+  }
+  if (key_ids != NULL && !(lane->flags & LH_LANE_KEY_IDS)) {
+    return lh_fail(err, errlen, LH_EINVAL, "key numbers need a lane created with LH_LANE_KEY_IDS");
   }
   int64_t written = 0;
   const lh_batch batch = {n_req, offsets, n_keys, NULL, NULL, 0}; /* the TTL clock takes any time (process_one) */
@@ -564,7 +598,7 @@ int lh_lane_process_batch(lh_lane *lane, const int64_t *keys, size_t n_keys, con
     size_t nseg = 0;
     uint8_t cut = LH_CUT_NONE;
     st = process_one(lane, keys + lo, (size_t)(hi - lo), timestamps ? timestamps[r] : 0, segs + 2 * written, &nseg,
-                     &cut, err, errlen);
+                     &cut, key_ids != NULL ? key_ids + lo : NULL, err, errlen);
     if (st != LH_OK) {
       *n_done = r;
       return st;
@@ -600,10 +634,32 @@ void lh_lane_get_stats(const lh_lane *L, lh_lane_stats *s) {
   s->accesses = L->n_accesses;
 }
 
+/* A numbering lane's keys hold the numbers 0 .. count - 1, once each. */
+static int check_numbers(const lh_lane *L, char *err, size_t errlen) {
+  if (!(L->flags & LH_LANE_KEY_IDS)) return LH_OK;
+  uint8_t *numbered = calloc(L->map.count + 1, 1);
+  if (numbered == NULL) return lh_fail(err, errlen, LH_ENOMEM, "out of memory checking key numbers");
+  int st = LH_OK;
+  for (size_t i = 0; i < lh_keymap_capacity(&L->map) && st == LH_OK; i++) {
+    if (lh_keymap_val_w(&L->map, i, LH_KEYMAP_WIDE_SLOT) == LH_NIL) continue;
+    uint32_t id = lh_keymap_aux(&L->map, i);
+    if (id >= L->map.count || numbered[id]) {
+      st = lh_fail(err, errlen, LH_EINVAL, "key number %u out of range or repeated", id);
+    } else {
+      numbered[id] = 1;
+    }
+  }
+  free(numbered);
+  return st;
+}
+
 int lh_lane_check(const lh_lane *L, char *err, size_t errlen) {
   uint64_t entries = 0, with_pos = 0, below_wm = 0;
+  int st = check_numbers(L, err, errlen);
+  if (st != LH_OK) return st;
+  const size_t w = lh_keymap_width(&L->map);
   for (size_t i = 0; i < lh_keymap_capacity(&L->map); i++) {
-    uint32_t p = lh_keymap_val(&L->map, i);
+    uint32_t p = lh_keymap_val_w(&L->map, i, w);
     if (p == LH_NIL) continue;
     if (p & PENDING) return lh_fail(err, errlen, LH_EINVAL, "pending slot left behind");
     entries++;
@@ -617,7 +673,7 @@ int lh_lane_check(const lh_lane *L, char *err, size_t errlen) {
   }
   if (entries != L->map.count) return lh_fail(err, errlen, LH_EINVAL, "map count mismatch");
   uint64_t bitcount = 0;
-  for (uint64_t w = 0; w < L->pos_cap / 64; w++) bitcount += popcount64(L->bits[w]);
+  for (uint64_t k = 0; k < L->pos_cap / 64; k++) bitcount += popcount64(L->bits[k]);
   if (bitcount != L->markers || with_pos != L->markers) {
     return lh_fail(err, errlen, LH_EINVAL, "marker count mismatch: bits %llu keys %llu markers %llu",
                    (unsigned long long)bitcount, (unsigned long long)with_pos, (unsigned long long)L->markers);

@@ -44,7 +44,9 @@ typedef struct cat_reuses {
 
 struct lh_profile {
   int64_t window_ns;
-  lh_keymap map; /* key -> index */
+  lh_keymap map; /* key -> index (unused when the keys come numbered) */
+  size_t n_keys; /* distinct keys: the next new key's index */
+  int numbered;  /* 0: nothing recorded yet; 1: fed keys (looked up in map); 2: fed key numbers */
   array key[N_KEY_ARRAYS];
   array slope; /* int64, zero-filled up to len */
   array window, window_keys;
@@ -112,7 +114,7 @@ void lh_profile_reset(lh_profile *p) {
 static int check_curve(const lh_profile *p, size_t n, const int64_t *segs, size_t n_segs, const int64_t *seg_offsets,
                        size_t r, int64_t *hits, int64_t *end, char *err, size_t errlen) {
   int64_t h = 0, top = 0;
-  int64_t bound = (int64_t)p->map.count + (int64_t)n; /* thresholds never exceed this */
+  int64_t bound = (int64_t)p->n_keys + (int64_t)n; /* thresholds never exceed this */
   int st = lh_batch_check_offsets(seg_offsets, r, n_segs, "curve offsets", "segments", err, errlen);
   if (st != LH_OK) return st;
   for (int64_t s = seg_offsets[r]; s < seg_offsets[r + 1]; s++) {
@@ -138,11 +140,12 @@ static int splits(const lh_profile *p, int32_t cat, int64_t hits) {
 }
 
 /* Everything request r may allocate, allocated up front: afterwards it cannot fail. */
-static int reserve_request(lh_profile *p, size_t n, int32_t cat, int64_t hits, int64_t end, char *err, size_t errlen) {
-  if ((uint64_t)p->map.count + n > MAX_KEYS) {
+static int reserve_request(lh_profile *p, size_t n, int32_t cat, int64_t hits, int64_t end, int numbered, char *err,
+                           size_t errlen) {
+  if ((uint64_t)p->n_keys + n > MAX_KEYS) {
     return lh_fail(err, errlen, LH_ERANGE, "more than %llu distinct keys in one lane", (unsigned long long)MAX_KEYS);
   }
-  int failed = lh_keymap_reserve(&p->map, n) != 0;
+  int failed = numbered != 2 && lh_keymap_reserve(&p->map, n) != 0;
   for (size_t i = 0; i < N_KEY_ARRAYS && !failed; i++) failed = reserve(&p->key[i], n, KEY_ELEM[i]) != 0;
   size_t slope_len = p->slope.len, slope_need = (size_t)end + 1;
   size_t grow = slope_need > slope_len ? slope_need - slope_len : 0;
@@ -165,7 +168,7 @@ static int reserve_request(lh_profile *p, size_t n, int32_t cat, int64_t hits, i
     failed = reserve(&c->ns, (size_t)hits, sizeof(int64_t)) != 0 ||
              reserve(&c->runs, (size_t)hits, sizeof(uint32_t)) != 0 ||
              ((p->split || splits(p, cat, hits)) && reserve(&c->keys, (size_t)hits, sizeof(uint32_t)) != 0) ||
-             (splits(p, cat, hits) && reserve(&p->base, p->map.count, sizeof(uint32_t)) != 0);
+             (splits(p, cat, hits) && reserve(&p->base, p->n_keys, sizeof(uint32_t)) != 0);
   }
   if (failed) return lh_fail(err, errlen, LH_ENOMEM, "out of memory in the profile recorder");
   if (grow) {
@@ -175,21 +178,26 @@ static int reserve_request(lh_profile *p, size_t n, int32_t cat, int64_t hits, i
   return LH_OK;
 }
 
-/* Records request r (reserved). Its first `hits` keys must have been seen before, with fewer than
- * 2^32 - 1 reuses each: if one was not, nothing is recorded and its position is returned
- * (*reason: 1 never seen, 2 too many reuses); else -1. */
-static int64_t record_request(lh_profile *p, const int64_t *keys, size_t n, int64_t now, int32_t cat, int64_t hits,
-                              const int64_t *segs, int64_t seg_lo, int64_t seg_hi, int *reason) {
+/* Records request r (reserved), its keys given as keys or, when ids is not NULL, as their numbers
+ * (the key indices). Its first `hits` keys must have been seen before, with fewer than 2^32 - 1
+ * reuses each, and a number of the others may be at most the next new one: if not, nothing is
+ * recorded and the block's position is returned (*reason: 1 never seen, 2 too many reuses, 3 a
+ * number skipped); else -1. */
+static int64_t record_request(lh_profile *p, const int64_t *keys, const uint32_t *ids, size_t n, int64_t now,
+                              int32_t cat, int64_t hits, const int64_t *segs, int64_t seg_lo, int64_t seg_hi,
+                              int *reason) {
   int64_t *first = AT(p->key[FIRST_NS], int64_t), *last = AT(p->key[LAST_NS], int64_t);
   int32_t *first_cat = AT(p->key[FIRST_CAT], int32_t);
   uint8_t *shared = AT(p->key[SHARED], uint8_t);
   uint32_t *reuses = AT(p->key[REUSES], uint32_t);
   uint32_t *idx = AT(p->scratch, uint32_t);
-  for (size_t j = 0; j < n; j++) lh_keymap_prefetch(&p->map, keys[j]);
+  if (ids == NULL) {
+    for (size_t j = 0; j < n; j++) lh_keymap_prefetch(&p->map, keys[j]);
+  }
   /* the reused keys, checked before anything changes */
   int64_t seen = hits; /* keys[0 .. seen) were seen before */
   for (int64_t i = 0; i < hits; i++) {
-    uint32_t k = lh_keymap_get(&p->map, keys[i]);
+    uint32_t k = ids == NULL ? lh_keymap_get(&p->map, keys[i]) : ids[i] < p->n_keys ? ids[i] : LH_NIL;
     if (k == LH_NIL) {
       seen = i;
       break;
@@ -209,12 +217,22 @@ static int64_t record_request(lh_profile *p, const int64_t *keys, size_t n, int6
     *reason = 1;
     return seen;
   }
+  if (ids != NULL) { /* the other numbers: each one seen, or the next new one */
+    size_t next = p->n_keys;
+    for (size_t j = (size_t)hits; j < n; j++) {
+      if (ids[j] > next) {
+        *reason = 3;
+        return (int64_t)j;
+      }
+      if (ids[j] == next) next++;
+    }
+  }
   if (hits > 0) {
     if ((size_t)cat >= p->n_cats) p->n_cats = (size_t)cat + 1;
     if (p->base_cat < 0) p->base_cat = cat;
     if (splits(p, cat, hits)) {
-      memcpy(p->base.data, reuses, p->map.count * sizeof(uint32_t));
-      p->base.len = p->map.count;
+      memcpy(p->base.data, reuses, p->n_keys * sizeof(uint32_t));
+      p->base.len = p->n_keys;
       p->split = 1;
     }
     cat_reuses *c = &p->cats[cat];
@@ -252,13 +270,18 @@ static int64_t record_request(lh_profile *p, const int64_t *keys, size_t n, int6
   int64_t *window_keys = &AT(p->window_keys, int64_t)[p->window_keys.len - 1];
   /* the rest of the keys; a new one gets the next index, so indices from `before` on are this
    * request's own */
-  size_t before = p->map.count;
+  size_t before = p->n_keys;
   for (size_t j = (size_t)hits; j < n; j++) {
-    size_t at = lh_keymap_find(&p->map, keys[j]); /* the map has slots: reserve_request */
-    uint32_t k = lh_keymap_val(&p->map, at);
+    uint32_t k;
+    if (ids != NULL) {
+      k = ids[j] == p->n_keys ? LH_NIL : ids[j];
+    } else {
+      size_t at = lh_keymap_find(&p->map, keys[j]); /* the map has slots: reserve_request */
+      k = lh_keymap_val(&p->map, at);
+      if (k == LH_NIL) lh_keymap_put_at(&p->map, at, keys[j], (uint32_t)p->n_keys);
+    }
     if (k == LH_NIL) {
-      k = (uint32_t)p->map.count;
-      lh_keymap_put_at(&p->map, at, keys[j], k);
+      k = (uint32_t)p->n_keys++;
       first[k] = last[k] = now;
       first_cat[k] = cat;
       shared[k] = 0;
@@ -270,7 +293,7 @@ static int64_t record_request(lh_profile *p, const int64_t *keys, size_t n, int6
     }
     idx[j] = k;
   }
-  for (size_t i = 0; i < N_KEY_ARRAYS; i++) p->key[i].len = p->map.count;
+  for (size_t i = 0; i < N_KEY_ARRAYS; i++) p->key[i].len = p->n_keys;
   /* the accesses of the keys seen before (every update after every reuse time was taken) */
   for (size_t j = 0; j < n; j++) {
     uint32_t k = idx[j];
@@ -290,11 +313,18 @@ static int64_t record_request(lh_profile *p, const int64_t *keys, size_t n, int6
   return -1;
 }
 
-int lh_profile_record_batch(lh_profile *p, const int64_t *keys, size_t n_keys, const int64_t *offsets,
-                            const int64_t *timestamps, const int32_t *categories, size_t n_req, const int64_t *segs,
-                            size_t n_segs, const int64_t *seg_offsets, int64_t *hits, size_t *n_done, char *err,
-                            size_t errlen) {
+int lh_profile_record_batch(lh_profile *p, const int64_t *keys, const uint32_t *key_ids, size_t n_keys,
+                            const int64_t *offsets, const int64_t *timestamps, const int32_t *categories, size_t n_req,
+                            const int64_t *segs, size_t n_segs, const int64_t *seg_offsets, int64_t *hits,
+                            size_t *n_done, char *err, size_t errlen) {
   *n_done = 0;
+  const int numbered = key_ids != NULL ? 2 : 1;
+  if (n_req > 0 && p->numbered != 0 && p->numbered != numbered) {
+    return lh_fail(err, errlen, LH_EINVAL,
+                   numbered == 2 ? "this recorder was fed keys: it cannot take key numbers"
+                                 : "this recorder was fed key numbers: it cannot take keys");
+  }
+  if (keys == NULL && key_ids == NULL && n_keys > 0) return lh_fail(err, errlen, LH_EINVAL, "no keys given");
   const lh_batch batch = {n_req, offsets, n_keys, timestamps, categories, 0};
   for (size_t r = 0; r < n_req; r++) {
     int rc = lh_batch_check_request(&batch, r, p->started ? &p->last_ts : NULL, err, errlen);
@@ -314,15 +344,20 @@ int lh_profile_record_batch(lh_profile *p, const int64_t *keys, size_t n_keys, c
     int64_t h = 0, end = 0;
     int reason = 0;
     rc = check_curve(p, n, segs, n_segs, seg_offsets, r, &h, &end, err, errlen);
-    if (rc == LH_OK) rc = reserve_request(p, n, cat, h, end, err, errlen);
+    if (rc == LH_OK) rc = reserve_request(p, n, cat, h, end, numbered, err, errlen);
     int64_t bad = rc == LH_OK
-                      ? record_request(p, keys + lo, n, now, cat, h, segs, seg_offsets[r], seg_offsets[r + 1], &reason)
+                      ? record_request(p, key_ids == NULL ? keys + lo : NULL, key_ids != NULL ? key_ids + lo : NULL, n,
+                                       now, cat, h, segs, seg_offsets[r], seg_offsets[r + 1], &reason)
                       : -1;
-    if (bad >= 0) {
-      rc = reason == 1 ? lh_fail(err, errlen, LH_EINVAL,
-                                 "request %zu: the curve covers block %lld, a key never seen before", r, (long long)bad)
-                       : lh_fail(err, errlen, LH_ERANGE, "request %zu: block %lld's key has 2^32 - 1 reuses", r,
-                                 (long long)bad);
+    if (bad >= 0 && reason == 1) {
+      rc = lh_fail(err, errlen, LH_EINVAL, "request %zu: the curve covers block %lld, a key never seen before", r,
+                   (long long)bad);
+    } else if (bad >= 0 && reason == 2) {
+      rc = lh_fail(err, errlen, LH_ERANGE, "request %zu: block %lld's key has 2^32 - 1 reuses", r, (long long)bad);
+    } else if (bad >= 0) {
+      rc = lh_fail(err, errlen, LH_EINVAL,
+                   "request %zu: block %lld's key number %u skips numbers (the next new key is number %zu)", r,
+                   (long long)bad, key_ids[lo + bad], p->n_keys);
     }
     if (rc != LH_OK) {
       *n_done = r;
@@ -330,6 +365,7 @@ int lh_profile_record_batch(lh_profile *p, const int64_t *keys, size_t n_keys, c
     }
     if (!p->started) p->first_ts = now;
     p->started = 1;
+    p->numbered = numbered;
     p->last_ts = now;
     hits[r] = h;
   }
@@ -338,7 +374,7 @@ int lh_profile_record_batch(lh_profile *p, const int64_t *keys, size_t n_keys, c
 }
 
 void lh_profile_get_view(const lh_profile *p, lh_profile_view *view) {
-  view->n_keys = p->map.count;
+  view->n_keys = p->n_keys;
   view->first_ns = p->key[FIRST_NS].data;
   view->last_ns = p->key[LAST_NS].data;
   view->first_cat = p->key[FIRST_CAT].data;
@@ -369,7 +405,7 @@ void lh_profile_get_reuses(lh_profile *p, int32_t category, lh_profile_reuses *o
 
 void lh_profile_get_stats(const lh_profile *p, lh_profile_stats *stats) {
   *stats = p->stats;
-  stats->keys = p->map.count;
+  stats->keys = p->n_keys;
   size_t bytes = sizeof *p + lh_keymap_memory(&p->map) + p->cap_cats * sizeof(cat_reuses);
   for (size_t i = 0; i < N_KEY_ARRAYS; i++) bytes += p->key[i].cap * KEY_ELEM[i];
   bytes += (p->slope.cap + p->window.cap + p->window_keys.cap) * sizeof(int64_t) +

@@ -17,7 +17,8 @@ static size_t run1(lh_lane *lane, const int64_t *keys, size_t n, int64_t now, in
   uint8_t cut;
   size_t done = 0;
   char err[LH_ERR_LEN];
-  int st = lh_lane_process_batch(lane, keys, n, offsets, &now, 1, segs, seg_offsets, &cut, &done, err, sizeof err);
+  int st =
+      lh_lane_process_batch(lane, keys, n, offsets, &now, 1, segs, seg_offsets, &cut, NULL, &done, err, sizeof err);
   CHECK(st == LH_OK);
   return (size_t)seg_offsets[1];
 }
@@ -83,7 +84,8 @@ static void test_batch_error_index(void) {
   CHECK(lh_lane_create(&lane, 0, 0, err, sizeof err) == LH_OK);
   int64_t keys[] = {1, 2, 3, 4}, offsets[] = {0, 2, 1, 4}, segs[8], seg_offsets[4];
   size_t done = 99;
-  int st = lh_lane_process_batch(lane, keys, 4, offsets, NULL, 3, segs, seg_offsets, NULL, &done, err, sizeof err);
+  int st =
+      lh_lane_process_batch(lane, keys, 4, offsets, NULL, 3, segs, seg_offsets, NULL, NULL, &done, err, sizeof err);
   CHECK(st == LH_EINVAL && done == 1 && strstr(err, "offsets") != NULL);
   lh_lane_stats s;
   lh_lane_get_stats(lane, &s);
@@ -91,16 +93,16 @@ static void test_batch_error_index(void) {
   lh_lane_destroy(lane);
   CHECK(lh_lane_create(&lane, 10, 0, err, sizeof err) == LH_OK);
   int64_t good[] = {0, 2};
-  CHECK(lh_lane_process_batch(lane, keys, 4, good, NULL, 1, segs, seg_offsets, NULL, &done, err, sizeof err) ==
+  CHECK(lh_lane_process_batch(lane, keys, 4, good, NULL, 1, segs, seg_offsets, NULL, NULL, &done, err, sizeof err) ==
         LH_EINVAL);
   lh_lane_destroy(
       lane); /* a request that would read past the keys, or before them, fails before anything is read (lh_batch.h) */
   CHECK(lh_lane_create(&lane, 0, 0, err, sizeof err) == LH_OK);
   int64_t past[] = {0, 5, 3}, before[] = {-1, 2};
-  st = lh_lane_process_batch(lane, keys, 4, past, NULL, 2, segs, seg_offsets, NULL, &done, err, sizeof err);
+  st = lh_lane_process_batch(lane, keys, 4, past, NULL, 2, segs, seg_offsets, NULL, NULL, &done, err, sizeof err);
   CHECK(st == LH_EINVAL && done == 0 &&
         strstr(err, "request 0: offsets must be non-decreasing and within keys (0 .. 5 of 4)") != NULL);
-  st = lh_lane_process_batch(lane, keys, 4, before, NULL, 1, segs, seg_offsets, NULL, &done, err, sizeof err);
+  st = lh_lane_process_batch(lane, keys, 4, before, NULL, 1, segs, seg_offsets, NULL, NULL, &done, err, sizeof err);
   CHECK(st == LH_EINVAL && done == 0 &&
         strstr(err, "request 0: offsets must be non-decreasing and within keys (-1 .. 2 of 4)") != NULL);
   lh_lane_get_stats(lane, &s);
@@ -227,6 +229,77 @@ static void test_large_growth(void) {
   lh_lane_destroy(lane);
 }
 
+/* A lane numbering its keys (LH_LANE_KEY_IDS): each block's number is the key's rank in order of
+ * first sight (a naive table of the keys drawn, 0 .. K - 1), through map growth, TTL expiry,
+ * compaction and reset; its curves are a plain lane's and its cuts a KEEP_EXPIRED lane's,
+ * request by request. */
+static void test_key_numbers(int64_t ttl) {
+  enum { K = 30000, BATCH = 64, MAXLEN = 40 };
+  lh_lane *numbered = NULL, *plain = NULL, *keeping = NULL;
+  char err[LH_ERR_LEN];
+  CHECK(lh_lane_create(&numbered, ttl, LH_LANE_KEY_IDS, err, sizeof err) == LH_OK);
+  CHECK(lh_lane_create(&plain, ttl, 0, err, sizeof err) == LH_OK);
+  CHECK(lh_lane_create(&keeping, ttl, LH_LANE_KEEP_EXPIRED | LH_LANE_KEY_IDS, err, sizeof err) == LH_OK);
+  uint32_t *number = malloc(K * sizeof(uint32_t)); /* the naive numbering: UINT32_MAX = not seen */
+  int64_t *keys = malloc(BATCH * MAXLEN * sizeof(int64_t));
+  int64_t *segs[3], seg_offsets[3][BATCH + 1], offsets[BATCH + 1], ts[BATCH], now = 0;
+  uint8_t cuts[3][BATCH];
+  uint32_t *ids = malloc(BATCH * MAXLEN * sizeof(uint32_t)), next = 0;
+  for (int l = 0; l < 3; l++) segs[l] = malloc(2 * BATCH * MAXLEN * sizeof(int64_t));
+  CHECK(number != NULL && keys != NULL && ids != NULL && segs[0] && segs[1] && segs[2]);
+  if (!(number && keys && ids && segs[0] && segs[1] && segs[2])) return;
+  for (size_t k = 0; k < K; k++) number[k] = UINT32_MAX;
+  lh_lane *lanes[3] = {numbered, plain, keeping};
+  for (int b = 0; b < 400; b++) {
+    size_t total = 0;
+    offsets[0] = 0;
+    for (size_t r = 0; r < BATCH; r++) {
+      size_t len = (size_t)(rnd() % MAXLEN);
+      uint64_t hot = rnd() % 4; /* a quarter of the requests draw from every key: the map grows */
+      for (size_t i = 0; i < len; i++) {
+        uint64_t k = hot == 0 ? rnd() % K : rnd() % 500;
+        keys[total + i] = (i > 0 && rnd() % 8 == 0) ? keys[total + i - 1] : (int64_t)k;
+      }
+      total += len;
+      offsets[r + 1] = (int64_t)total;
+      now += (int64_t)(rnd() % 3);
+      ts[r] = now;
+    }
+    size_t done = 0;
+    for (int l = 0; l < 3; l++) {
+      CHECK(lh_lane_process_batch(lanes[l], keys, total, offsets, ts, BATCH, segs[l], seg_offsets[l], cuts[l],
+                                  l == 1 ? NULL : ids, &done, err, sizeof err) == LH_OK);
+      CHECK(done == BATCH);
+      CHECK(lh_lane_check(lanes[l], err, sizeof err) == LH_OK);
+    }
+    for (size_t i = 0; i < total; i++) {
+      uint32_t *want = &number[keys[i]];
+      if (*want == UINT32_MAX) *want = next++;
+      CHECK(ids[i] == *want); /* (the third lane wrote these: the first lane's were the same) */
+    }
+    CHECK(memcmp(seg_offsets[0], seg_offsets[1], sizeof seg_offsets[0]) == 0);
+    CHECK(memcmp(segs[0], segs[1], (size_t)seg_offsets[0][BATCH] * 2 * sizeof(int64_t)) == 0);
+    CHECK(memcmp(cuts[0], cuts[2], sizeof cuts[0]) == 0);
+    if (b == 200) { /* a reset lane numbers from 0 again */
+      for (int l = 0; l < 3; l++) lh_lane_reset(lanes[l]);
+      for (size_t k = 0; k < K; k++) number[k] = UINT32_MAX;
+      next = 0;
+    }
+  }
+  lh_lane_stats st;
+  lh_lane_get_stats(numbered, &st);
+  CHECK(st.tracked_keys == next && st.compactions > 0);
+  if (ttl > 0) CHECK(st.expired_blocks > 0);
+  CHECK(st.map_slots * 16 <= st.memory_bytes);
+  for (int l = 0; l < 3; l++) {
+    lh_lane_destroy(lanes[l]);
+    free(segs[l]);
+  }
+  free(number);
+  free(keys);
+  free(ids);
+}
+
 int main(void) {
   rng_state = 88172645463325252ULL; /* the sequence the randomized comparison has always used */
   test_worked_example();
@@ -237,5 +310,9 @@ int main(void) {
   test_random_against_naive(60, 0, 20000);
   test_random_against_naive(60, LH_LANE_KEEP_EXPIRED, 20000);
   test_large_growth();
+  test_random_against_naive(0, LH_LANE_KEY_IDS, 20000);
+  test_random_against_naive(60, LH_LANE_KEY_IDS, 20000);
+  test_key_numbers(0);
+  test_key_numbers(25);
   return finish("core");
 }

@@ -101,8 +101,8 @@ static void lane_facts(const int64_t *keys, const int64_t *offsets, const int64_
   CHECK(lh_lane_create(&lane, 0, 0, err, sizeof err) == LH_OK);
   *segs = malloc(2 * (size_t)offsets[n] * sizeof **segs);
   *seg_offsets = malloc((n + 1) * sizeof **seg_offsets);
-  CHECK(lh_lane_process_batch(lane, keys, (size_t)offsets[n], offsets, ts, n, *segs, *seg_offsets, NULL, &done, err,
-                              sizeof err) == LH_OK);
+  CHECK(lh_lane_process_batch(lane, keys, (size_t)offsets[n], offsets, ts, n, *segs, *seg_offsets, NULL, NULL, &done,
+                              err, sizeof err) == LH_OK);
   lh_lane_destroy(lane);
 }
 

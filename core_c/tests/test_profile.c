@@ -51,12 +51,12 @@ static void feed(lh_lane *lane, lh_profile *p, const int64_t *keys, const int64_
   char err[LH_ERR_LEN] = "";
   CHECK(segs != NULL && seg_offsets != NULL);
   if (segs == NULL || seg_offsets == NULL) goto out;
-  CHECK(lh_lane_process_batch(lane, keys, (size_t)offsets[n], offsets, ts, n, segs, seg_offsets, NULL, &done, err,
+  CHECK(lh_lane_process_batch(lane, keys, (size_t)offsets[n], offsets, ts, n, segs, seg_offsets, NULL, NULL, &done, err,
                               sizeof err) == LH_OK);
   CHECK(done == n);
   done = 99;
-  int st = lh_profile_record_batch(p, keys, (size_t)offsets[n], offsets, ts, cats, n, segs, (size_t)seg_offsets[n],
-                                   seg_offsets, hits, &done, err, sizeof err);
+  int st = lh_profile_record_batch(p, keys, NULL, (size_t)offsets[n], offsets, ts, cats, n, segs,
+                                   (size_t)seg_offsets[n], seg_offsets, hits, &done, err, sizeof err);
   CHECK(st == LH_OK);
   if (st != LH_OK) fprintf(stderr, "  record_batch: %s\n", err);
   CHECK(done == n);
@@ -75,8 +75,8 @@ static int record(lh_profile *p, const int64_t *keys, const int64_t *offsets, co
                   size_t n, const int64_t *segs, const int64_t *seg_offsets, int64_t *hits, size_t *done) {
   char err[LH_ERR_LEN] = "";
   size_t n_keys = offsets[n] > 0 ? (size_t)offsets[n] : 0, n_segs = seg_offsets[n] > 0 ? (size_t)seg_offsets[n] : 0;
-  int st = lh_profile_record_batch(p, keys, n_keys, offsets, ts, cats, n, segs, n_segs, seg_offsets, hits, done, err,
-                                   sizeof err);
+  int st = lh_profile_record_batch(p, keys, NULL, n_keys, offsets, ts, cats, n, segs, n_segs, seg_offsets, hits, done,
+                                   err, sizeof err);
   if (st != LH_OK) CHECK(err[0] != '\0'); /* a failure always says why */
   return st;
 }
@@ -511,9 +511,9 @@ static void test_errors(void) {
     done = 99;
     hits[0] = hits[1] = -1;
     char err[LH_ERR_LEN] = "";
-    int st =
-        lh_profile_record_batch(p, b->keys, sizeof b->keys / sizeof b->keys[0], b->offsets, b->ts, b->cats, 3, b->segs,
-                                sizeof b->segs / sizeof b->segs[0] / 2, b->seg_offsets, hits, &done, err, sizeof err);
+    int st = lh_profile_record_batch(p, b->keys, NULL, sizeof b->keys / sizeof b->keys[0], b->offsets, b->ts, b->cats,
+                                     3, b->segs, sizeof b->segs / sizeof b->segs[0] / 2, b->seg_offsets, hits, &done,
+                                     err, sizeof err);
     int status_ok = b->any_status ? st != LH_OK : st == LH_EINVAL;
     if (!status_ok || done != 2 || err[0] == '\0') {
       fprintf(stderr, "  error case '%s': status %d done %zu err '%s'\n", b->what, st, done, err);
@@ -558,7 +558,8 @@ static void test_errors(void) {
   /* curve offsets past the segments (lh_batch.h) */
   int64_t so_past[] = {0, 2};
   char msg[LH_ERR_LEN] = "";
-  CHECK(lh_profile_record_batch(p, k1, 1, o1, t1, c1, 1, s1, 1, so_past, hits, &done, msg, sizeof msg) == LH_EINVAL);
+  CHECK(lh_profile_record_batch(p, k1, NULL, 1, o1, t1, c1, 1, s1, 1, so_past, hits, &done, msg, sizeof msg) ==
+        LH_EINVAL);
   CHECK(done == 0 &&
         strstr(msg, "request 0: curve offsets must be non-decreasing and within segments (0 .. 2 of 1)") != NULL);
   lh_profile_destroy(p);
@@ -860,15 +861,19 @@ static void check_against_naive(lh_profile *p, const naive *m, const char *what)
   if (failures != before) fprintf(stderr, "  ... in the differential run %s\n", what);
 }
 
+/* numbered: the lane numbers its keys (LH_LANE_KEY_IDS) and the recorder is fed those numbers
+ * instead of the keys; the lane's invariants (its numbers among them) are checked after each batch. */
 static void differential(int64_t ttl, int64_t window_ns, int32_t first_cat, size_t first_len, uint64_t seed,
-                         const char *what) {
+                         const char *what, int numbered) {
   rng_state = seed;
   int64_t key_values[NK];
   for (size_t k = 0; k < NK; k++) key_values[k] = (int64_t)((uint64_t)k * 0x9E3779B97F4A7C15ULL);
   naive *m = calloc(1, sizeof *m);
   CHECK(m != NULL);
   if (m == NULL) return;
-  lh_lane *lane = new_lane(ttl);
+  lh_lane *lane = NULL;
+  char lane_err[LH_ERR_LEN];
+  CHECK(lh_lane_create(&lane, ttl, numbered ? LH_LANE_KEY_IDS : 0, lane_err, sizeof lane_err) == LH_OK);
   lh_profile *p = new_profile(window_ns);
   m->base = -1;
   int64_t now = -50; /* starts below 0: windows of negative times */
@@ -877,8 +882,9 @@ static void differential(int64_t ttl, int64_t window_ns, int32_t first_cat, size
   int64_t *keys = malloc(sizeof(int64_t) * 64 * MAXREQ), *segs = malloc(sizeof(int64_t) * 2 * 64 * MAXREQ);
   int64_t offsets[65], ts[64], seg_offsets[65], hits[64];
   int32_t cats[64];
-  CHECK(keys != NULL && segs != NULL);
-  while (keys != NULL && segs != NULL && r < NREQ) {
+  uint32_t *ids = numbered ? malloc(sizeof(uint32_t) * 64 * MAXREQ) : NULL;
+  CHECK(keys != NULL && segs != NULL && (ids != NULL || !numbered));
+  while (keys != NULL && segs != NULL && (ids != NULL || !numbered) && r < NREQ) {
     size_t n = 1 + (size_t)(rnd() % 40), total = 0;
     offsets[0] = 0;
     for (size_t q = 0; q < n; q++) {
@@ -896,11 +902,12 @@ static void differential(int64_t ttl, int64_t window_ns, int32_t first_cat, size
     }
     size_t done = 99;
     char err[LH_ERR_LEN] = "";
-    CHECK(lh_lane_process_batch(lane, keys, (size_t)offsets[n], offsets, ts, n, segs, seg_offsets, NULL, &done, err,
-                                sizeof err) == LH_OK);
+    CHECK(lh_lane_process_batch(lane, keys, (size_t)offsets[n], offsets, ts, n, segs, seg_offsets, NULL, ids, &done,
+                                err, sizeof err) == LH_OK);
+    CHECK(lh_lane_check(lane, err, sizeof err) == LH_OK);
     int64_t want[64]; /* the naive hits; the lane's curves and the recorder's hits must match them */
-    int st = lh_profile_record_batch(p, keys, (size_t)offsets[n], offsets, ts, cats, n, segs, (size_t)seg_offsets[n],
-                                     seg_offsets, hits, &done, err, sizeof err);
+    int st = lh_profile_record_batch(p, numbered ? NULL : keys, ids, (size_t)offsets[n], offsets, ts, cats, n, segs,
+                                     (size_t)seg_offsets[n], seg_offsets, hits, &done, err, sizeof err);
     CHECK(st == LH_OK && done == n);
     if (st != LH_OK) fprintf(stderr, "  record_batch: %s\n", err);
     for (size_t q = 0; q < n; q++) {
@@ -930,15 +937,70 @@ static void differential(int64_t ttl, int64_t window_ns, int32_t first_cat, size
   free(m);
   free(keys);
   free(segs);
+  free(ids);
   lh_profile_destroy(p);
   lh_lane_destroy(lane);
 }
 
 static void test_differential(void) {
-  differential(0, 7, 2, 300, 0x1234567ULL, "lru, base category 2");
-  differential(6, 5, 0, 0, 0xABCDEF12345ULL, "ttl 6");
-  differential(0, 1000, 9, 1200, 0x5EED5EEDULL, "lru, base category 9, late split");
-  differential(3, 1, 3, 50, 0x77ULL, "ttl 3, window 1");
+  for (int numbered = 0; numbered <= 1; numbered++) { /* the key indices must be the lane's numbers */
+    differential(0, 7, 2, 300, 0x1234567ULL, "lru, base category 2", numbered);
+    differential(6, 5, 0, 0, 0xABCDEF12345ULL, "ttl 6", numbered);
+    differential(0, 1000, 9, 1200, 0x5EED5EEDULL, "lru, base category 9, late split", numbered);
+    differential(3, 1, 3, 50, 0x77ULL, "ttl 3, window 1", numbered);
+  }
+}
+
+/* Key numbers: a number that skips one is refused and changes nothing; a recorder takes keys or
+ * numbers for good; a lane that does not number its keys refuses to write numbers. */
+static void test_key_numbers(void) {
+  lh_profile *p = new_profile(10);
+  char err[LH_ERR_LEN] = "";
+  int64_t offsets[] = {0, 2, 4}, ts[] = {1, 2}, segs[] = {1, 1}, seg_none[] = {0, 0, 0}, hits[2] = {7, 7};
+  int64_t seg_offsets[] = {0, 0, 1};
+  int32_t cats[] = {0, 0};
+  uint32_t skip[] = {0, 2, 0, 1}; /* block 1 should be 1 (a new key) or 0 */
+  size_t done = 99;
+  CHECK(lh_profile_record_batch(p, NULL, skip, 4, offsets, ts, cats, 2, segs, 0, seg_none, hits, &done, err,
+                                sizeof err) == LH_EINVAL);
+  CHECK(done == 0 && strstr(err, "block 1's key number 2 skips numbers (the next new key is number 0)") != NULL);
+  lh_profile_view v;
+  lh_profile_get_view(p, &v);
+  CHECK(v.n_keys == 0 && v.n_windows == 0); /* (the difference array may have grown, by zeros) */
+  uint32_t good[] = {0, 1, 0, 1};           /* two new keys, then both again: the second request hits key 0 */
+  CHECK(lh_profile_record_batch(p, NULL, good, 4, offsets, ts, cats, 2, segs, 1, seg_offsets, hits, &done, err,
+                                sizeof err) == LH_OK);
+  CHECK(done == 2 && hits[0] == 0 && hits[1] == 1);
+  lh_profile_get_view(p, &v);
+  CHECK(v.n_keys == 2 && v.reuses[0] == 1 && v.reuses[1] == 0 && v.shared[0] == 1 && v.shared[1] == 1);
+  CHECK(v.first_ns[1] == 1 && v.last_ns[1] == 2);
+  int64_t keys[] = {5, 6, 5, 6}, later[] = {3, 4};
+  CHECK(lh_profile_record_batch(p, keys, NULL, 4, offsets, later, cats, 2, segs, 0, seg_none, hits, &done, err,
+                                sizeof err) == LH_EINVAL);
+  CHECK(done == 0 && strstr(err, "fed key numbers: it cannot take keys") != NULL);
+  uint32_t unseen[] = {2, 3, 2, 3}; /* the curve covers block 0 of request 1: key 2 was new in request 0 */
+  CHECK(lh_profile_record_batch(p, NULL, unseen, 4, offsets, later, cats, 2, segs, 1, seg_offsets, hits, &done, err,
+                                sizeof err) == LH_OK);
+  uint32_t hit_unseen[] = {9}; /* a hit on a number never given */
+  int64_t one[] = {0, 1}, one_seg[] = {0, 1}, t5[] = {5};
+  CHECK(lh_profile_record_batch(p, NULL, hit_unseen, 1, one, t5, cats, 1, segs, 1, one_seg, hits, &done, err,
+                                sizeof err) == LH_EINVAL);
+  CHECK(done == 0 && strstr(err, "a key never seen before") != NULL);
+  lh_profile_reset(p); /* a reset recorder takes either again */
+  CHECK(lh_profile_record_batch(p, keys, NULL, 4, offsets, ts, cats, 2, segs, 1, seg_offsets, hits, &done, err,
+                                sizeof err) == LH_OK);
+  CHECK(lh_profile_record_batch(p, NULL, good, 4, offsets, later, cats, 2, segs, 0, seg_none, hits, &done, err,
+                                sizeof err) == LH_EINVAL);
+  CHECK(strstr(err, "fed keys: it cannot take key numbers") != NULL);
+  lh_profile_destroy(p);
+
+  lh_lane *plain = new_lane(0);
+  int64_t lane_segs[8], lane_offsets[3];
+  uint32_t out[4];
+  CHECK(lh_lane_process_batch(plain, keys, 4, offsets, NULL, 2, lane_segs, lane_offsets, NULL, out, &done, err,
+                              sizeof err) == LH_EINVAL);
+  CHECK(done == 0 && strstr(err, "LH_LANE_KEY_IDS") != NULL);
+  lh_lane_destroy(plain);
 }
 
 static int cmp_i64(const void *a, const void *b) {
@@ -1044,8 +1106,8 @@ static void test_timestamp_span(void) {
   size_t done = 9;
   char err[LH_ERR_LEN] = "";
   lh_profile *p = new_profile(1000);
-  int st =
-      lh_profile_record_batch(p, keys, 3, offsets, ts, cats, 3, segs, 2, seg_offsets, hits, &done, err, sizeof err);
+  int st = lh_profile_record_batch(p, keys, NULL, 3, offsets, ts, cats, 3, segs, 2, seg_offsets, hits, &done, err,
+                                   sizeof err);
   CHECK(st == LH_ERANGE && done == 2 && hits[0] == 0 && hits[1] == 1);
   CHECK(strstr(err, "request 2: timestamp 5 ns is more than 2^63 - 1 ns after the first request's") != NULL);
   lh_profile_reuses r;
@@ -1069,6 +1131,7 @@ int main(void) {
   test_large_categories();
   test_reset();
   test_differential();
+  test_key_numbers();
   test_tally();
   test_tally_weighted();
   return finish("profile");

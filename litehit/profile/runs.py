@@ -52,7 +52,7 @@ class ProfileRun:
     def __init__(self, lane: LaneSpec, fmt: TraceFormat) -> None:
         self.lane = lane
         self.fmt = fmt
-        self.core = core_c.Lane(lane.ttl_ns)
+        self.core = core_c.Lane(lane.ttl_ns, key_ids=True)  # the recorder takes its key numbers: no map of its own
         self.recorder = core_c.ProfileRecorder(WORKING_SET_WINDOW_NS)
         self._sums = np.zeros((0, 4), dtype=np.int64)  # [category, column]
         self._hits: list[npt.NDArray[np.int32]] = []  # per request: hit blocks (< 2^31: a request's blocks)

@@ -517,13 +517,14 @@ def traces(draw: st.DrawFn) -> tuple[int, int, list[Req], list[int]]:
 
 
 @settings(max_examples=300, deadline=None)
-@given(traces())
-def test_differential_against_naive(trace: tuple[int, int, list[Req], list[int]]) -> None:
+@given(traces(), st.booleans())
+def test_differential_against_naive(trace: tuple[int, int, list[Req], list[int]], numbered: bool) -> None:
+    """numbered: the lane numbers its keys and the recorder records by those numbers."""
     ttl, window_ns, requests, cuts = trace
     naive = NaiveProfile(window_ns)
     lru = NaiveLru(None, ttl)
     bounds = [0, *cuts, len(requests)]
-    with Lane(ttl) as lane, ProfileRecorder(window_ns) as rec:
+    with Lane(ttl, key_ids=numbered) as lane, ProfileRecorder(window_ns) as rec:
         for lo, hi in itertools.pairwise(bounds):
             batch = requests[lo:hi]
             hits, facts = feed(lane, rec, batch)
@@ -531,6 +532,39 @@ def test_differential_against_naive(trace: tuple[int, int, list[Req], list[int]]
                 assert naive.record(req, facts.curve(i)) == hits[i] == lru.request(req.keys, req.ts)
             naive.check(rec)
         naive.check(rec)
+
+
+def test_key_numbers_are_first_sight_order_and_a_recorder_takes_one_kind_for_good() -> None:
+    requests = [Req(1, 0, (7, 8, 7)), Req(2, 1, (8, 9)), Req(3, 0, (7, 8, 9, 10))]
+    keys, offsets, ts, cats = flat(requests)
+    with Lane(0, key_ids=True) as lane, ProfileRecorder(10) as by_number, ProfileRecorder(10) as by_key:
+        facts = lane.process_batch(keys, offsets, ts)
+        assert facts.key_ids is not None and list(facts.key_ids) == [0, 1, 0, 1, 2, 0, 1, 2, 3]
+        assert list(by_number.record_batch(keys, offsets, ts, cats, facts)) == [0, 1, 3]
+        plain = BatchFacts(facts.segments, facts.seg_offsets, facts.cuts)
+        assert list(by_key.record_batch(keys, offsets, ts, cats, plain)) == [0, 1, 3]
+        a, b = by_number.arrays(), by_key.arrays()
+        for name in ("first_ns", "last_ns", "first_cat", "shared", "reuses", "threshold_slope", "window_keys"):
+            assert list(getattr(a, name)) == list(getattr(b, name)), name
+        later = np.array([4], dtype=np.int64)
+        one, one_offsets = np.array([7], dtype=np.int64), np.array([0, 1], dtype=np.int64)
+        no_hit = curves(())
+
+        def numbers(*ids: int) -> BatchFacts:
+            return BatchFacts(no_hit.segments, no_hit.seg_offsets, no_hit.cuts, np.array(ids, np.uint32))
+
+        with pytest.raises(CoreInvalidArgument, match="fed key numbers: it cannot take keys") as err:
+            by_number.record_batch(one, one_offsets, later, cats[:1], no_hit)
+        assert err.value.index == 0
+        with pytest.raises(CoreInvalidArgument, match="fed keys: it cannot take key numbers"):
+            by_key.record_batch(one, one_offsets, later, cats[:1], numbers(0))
+        with pytest.raises(
+            CoreInvalidArgument, match=r"block 0's key number 9 skips numbers \(the next new key is number 4\)"
+        ):
+            by_number.record_batch(one, one_offsets, later, cats[:1], numbers(9))
+        with pytest.raises(ValueError, match="one uint32 per key"):
+            by_number.record_batch(one, one_offsets, later, cats[:1], numbers(0, 1))
+        assert by_number.stats().requests == 3
 
 
 def test_an_error_at_the_first_reuse_leaves_no_base_category() -> None:
