@@ -1,13 +1,17 @@
-"""A kind run in process (the CLI): one pass over the trace, every part fed its lane's chunk in
-parallel threads (the C engine releases the GIL), chunk by chunk; then the same merge as the
-service's (litehit.jobs.stored). Nothing is published unless the whole pass succeeded.
+"""A kind run in process (the CLI): one pass over the trace, every part fed its lane's chunks in
+a thread of its own (the C engine releases the GIL), up to AHEAD chunks ahead of the merge, so
+a part that finished a chunk goes on with the next one instead of waiting for the others; then
+the same merge as the service's (litehit.jobs.stored). Nothing is published unless the whole
+pass succeeded.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,10 +35,48 @@ class LocalRun:
     counts: TraceCounts
 
 
-def _feed(pool: ThreadPoolExecutor, runs: Sequence[PartRun], lanes: Sequence[int], chunk: ChunkPlan) -> list[Any]:
-    if len(runs) == 1:
-        return [runs[0].feed(chunk.lanes[lanes[0]])]
-    return list(pool.map(lambda run, lane: run.feed(chunk.lanes[lane]), runs, lanes))
+AHEAD = 2
+"""Chunks a part may be fed ahead of the slowest part (each holds its lanes' work in memory)."""
+
+
+class _Feeding:
+    """The parts fed chunk by chunk, each in a thread of its own (one part: the caller's thread),
+    their outputs taken back in input order: a chunk's first failing part (in part order) raises
+    when that chunk is taken, so an earlier chunk's failure always comes first."""
+
+    def __init__(self, runs: Sequence[PartRun], lanes: Sequence[int]) -> None:
+        self.runs, self.lanes = runs, lanes
+        self.pools = [ThreadPoolExecutor(max_workers=1, thread_name_prefix="litehit-part") for _ in runs]
+        self.pending: deque[tuple[ChunkPlan, list[Future[Any]]]] = deque()
+
+    def submit(self, chunk: ChunkPlan) -> list[tuple[ChunkPlan, list[Any]]]:
+        """Feeds chunk to every part; returns the chunks whose outputs are all in, with them."""
+        if len(self.runs) == 1:
+            return [(chunk, [self.runs[0].feed(chunk.lanes[self.lanes[0]])])]
+        futures = [
+            pool.submit(run.feed, chunk.lanes[lane])
+            for pool, run, lane in zip(self.pools, self.runs, self.lanes, strict=True)
+        ]
+        self.pending.append((chunk, futures))
+        done = []
+        while len(self.pending) > AHEAD:
+            done.append(self._take())
+        return done
+
+    def drain(self) -> list[tuple[ChunkPlan, list[Any]]]:
+        """Every chunk still being fed, with its outputs, in input order."""
+        return [self._take() for _ in range(len(self.pending))]
+
+    def _take(self) -> tuple[ChunkPlan, list[Any]]:
+        chunk, futures = self.pending.popleft()
+        return chunk, [f.result() for f in futures]
+
+    def close(self) -> None:
+        """Stops feeding: chunks not started are dropped, the ones being fed are waited for (the
+        parts' memory is freed only after this)."""
+        for pool in self.pools:
+            pool.shutdown(wait=True, cancel_futures=True)
+        self.pending.clear()
 
 
 def run_local(
@@ -58,21 +100,37 @@ def run_local(
     lanes = [p.lane for p in parts]
     runs: list[PartRun] = []
     merger = None
+    feeding: _Feeding | None = None
     try:
         for part in parts:
             runs.append(kind.open_part(spec, plan, part))
         merger = kind.merger(spec, runtime, plan, parts)
         chunks = TraceChunks(runtime, plan, on_progress=on_progress, should_stop=should_stop, chunk_bytes=chunk_bytes)
         sizes = [[0, 0] for _ in parts]  # requests, blocks of each part's lane
-        with ThreadPoolExecutor(max_workers=max(1, min(runtime.workers, len(runs)))) as pool:
-            for chunk in chunks:
-                emitted = _feed(pool, runs, lanes, chunk)
-                for size, lane in zip(sizes, lanes, strict=True):
-                    work = chunk.lanes[lane]
-                    size[0] += work.requests
-                    size[1] += len(work.keys)
-                if kind.chunk_arrays:
-                    merger.add_chunk(chunk, emitted)
+        feeding = _Feeding(runs, lanes)
+
+        def taken(chunk: ChunkPlan, emitted: list[Any]) -> None:
+            for size, lane in zip(sizes, lanes, strict=True):
+                work = chunk.lanes[lane]
+                size[0] += work.requests
+                size[1] += len(work.keys)
+            if kind.chunk_arrays:
+                merger.add_chunk(chunk, emitted)
+
+        with contextlib.closing(iter(chunks)) as planned:  # closed at once on a failure: its threads end
+            while True:
+                try:
+                    chunk = next(planned)
+                except StopIteration:
+                    break
+                except BaseException:  # the trace failed here (or the run was cancelled): the chunks before first
+                    for done in feeding.drain():
+                        taken(*done)
+                    raise
+                for done in feeding.submit(chunk):
+                    taken(*done)
+        for done in feeding.drain():
+            taken(*done)
         outputs = [run.output(plan.categories.names) for run in runs]
         parts = [
             part.model_copy(update={"requests_total": size[0], "blocks_total": size[1]})
@@ -85,6 +143,8 @@ def run_local(
     except BaseException as exc:  # (a facts file that could not be written fails the replay)
         raise_in_order(exc, [*runs, merger])
     finally:
+        if feeding is not None:
+            feeding.close()
         for run in runs:
             run.close()
         if merger is not None:

@@ -80,7 +80,7 @@ class TraceChunks:
         self.chunk_bytes = chunk_bytes
         self.chunks = self.lines = self.rows = self.reads = self.blocks = 0
 
-    def __iter__(self) -> Iterator[ChunkPlan]:
+    def __iter__(self) -> Generator[ChunkPlan, None, None]:
         start = time.perf_counter()
         path = self.spec.trace_file_path
         try:
