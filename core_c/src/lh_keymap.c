@@ -11,6 +11,16 @@ static unsigned load_percent(const lh_keymap *m) {
   return m->max_load_percent == 0 ? 50 : m->max_load_percent > 90 ? 90 : m->max_load_percent;
 }
 
+/* Puts the cap slots of old into m, whole slots (a wide map's aux moves with its key). */
+static inline void rehash_w(lh_keymap *m, const lh_keymap *old, size_t cap, size_t w) {
+  for (size_t i = 0; i < cap; i++) {
+    if (lh_keymap_val_w(old, i, w) == LH_NIL) continue;
+    size_t j = lh_keymap_home(m, lh_keymap_key_w(old, i, w));
+    while (lh_keymap_val_w(m, j, w) != LH_NIL) j = (j + 1) & m->mask;
+    memcpy(m->slots + j * w, old->slots + i * w, w);
+  }
+}
+
 int lh_keymap_reserve(lh_keymap *m, size_t extra) {
   unsigned pct = load_percent(m);
   if (extra > SIZE_MAX - m->count) return -1;
@@ -29,11 +39,10 @@ int lh_keymap_reserve(lh_keymap *m, size_t extra) {
   lh_keymap old = *m;
   m->slots = slots;
   m->mask = new_cap - 1;
-  for (size_t i = 0; i < cap; i++) { /* the whole slot moves: a wide map's aux with its key */
-    if (lh_keymap_val_w(&old, i, w) == LH_NIL) continue;
-    size_t j = lh_keymap_home(m, lh_keymap_key_w(&old, i, w));
-    while (lh_keymap_val_w(m, j, w) != LH_NIL) j = (j + 1) & m->mask;
-    memcpy(slots + j * w, old.slots + i * w, w);
+  if (w == LH_KEYMAP_WIDE_SLOT) {
+    rehash_w(m, &old, cap, LH_KEYMAP_WIDE_SLOT);
+  } else {
+    rehash_w(m, &old, cap, LH_KEYMAP_SLOT);
   }
   free(old.slots);
   return 0;
@@ -54,10 +63,10 @@ void lh_keymap_set(lh_keymap *m, int64_t key, uint32_t val) {
   }
 }
 
-void lh_keymap_del_at(lh_keymap *m, size_t i) {
-  /* Backward shift: move later keys of the probe run into the hole when their home slot does
-   * not lie (cyclically) after the hole. */
-  size_t w = lh_keymap_width(m), hole = i;
+/* Backward shift: move later keys of the probe run into the hole when their home slot does not
+ * lie (cyclically) after the hole. w is a constant at each call (the copies stay inline moves). */
+static inline void del_at_w(lh_keymap *m, size_t i, size_t w) {
+  size_t hole = i;
   for (size_t j = (i + 1) & m->mask; lh_keymap_val_w(m, j, w) != LH_NIL; j = (j + 1) & m->mask) {
     size_t home = lh_keymap_home(m, lh_keymap_key_w(m, j, w));
     int movable = hole <= j ? (home <= hole || home > j) : (home <= hole && home > j);
@@ -70,10 +79,23 @@ void lh_keymap_del_at(lh_keymap *m, size_t i) {
   m->count--;
 }
 
+void lh_keymap_del_at(lh_keymap *m, size_t i) {
+  if (m->slot_bytes == LH_KEYMAP_WIDE_SLOT) {
+    del_at_w(m, i, LH_KEYMAP_WIDE_SLOT);
+  } else {
+    del_at_w(m, i, LH_KEYMAP_SLOT);
+  }
+}
+
 void lh_keymap_del(lh_keymap *m, int64_t key) {
   if (m->slots == NULL) return;
-  size_t w = lh_keymap_width(m), i = lh_keymap_probe_w(m, key, lh_keymap_home(m, key), w);
-  if (lh_keymap_val_w(m, i, w) != LH_NIL) lh_keymap_del_at(m, i);
+  if (m->slot_bytes == LH_KEYMAP_WIDE_SLOT) {
+    size_t i = lh_keymap_probe_w(m, key, lh_keymap_home(m, key), LH_KEYMAP_WIDE_SLOT);
+    if (lh_keymap_val_w(m, i, LH_KEYMAP_WIDE_SLOT) != LH_NIL) del_at_w(m, i, LH_KEYMAP_WIDE_SLOT);
+  } else {
+    size_t i = lh_keymap_probe(m, key, lh_keymap_home(m, key));
+    if (lh_keymap_val(m, i) != LH_NIL) del_at_w(m, i, LH_KEYMAP_SLOT);
+  }
 }
 
 void lh_keymap_clear(lh_keymap *m) {
