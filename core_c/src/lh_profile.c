@@ -355,9 +355,11 @@ int lh_profile_record_batch(lh_profile *p, const int64_t *keys, const uint32_t *
     } else if (bad >= 0 && reason == 2) {
       rc = lh_fail(err, errlen, LH_ERANGE, "request %zu: block %lld's key has 2^32 - 1 reuses", r, (long long)bad);
     } else if (bad >= 0) {
+      size_t next = p->n_keys; /* the number a new key would have had there */
+      for (int64_t j = h; j < bad; j++) next += key_ids[lo + j] == next;
       rc = lh_fail(err, errlen, LH_EINVAL,
                    "request %zu: block %lld's key number %u skips numbers (the next new key is number %zu)", r,
-                   (long long)bad, key_ids[lo + bad], p->n_keys);
+                   (long long)bad, key_ids[lo + bad], next);
     }
     if (rc != LH_OK) {
       *n_done = r;

@@ -963,7 +963,7 @@ static void test_key_numbers(void) {
   size_t done = 99;
   CHECK(lh_profile_record_batch(p, NULL, skip, 4, offsets, ts, cats, 2, segs, 0, seg_none, hits, &done, err,
                                 sizeof err) == LH_EINVAL);
-  CHECK(done == 0 && strstr(err, "block 1's key number 2 skips numbers (the next new key is number 0)") != NULL);
+  CHECK(done == 0 && strstr(err, "block 1's key number 2 skips numbers (the next new key is number 1)") != NULL);
   lh_profile_view v;
   lh_profile_get_view(p, &v);
   CHECK(v.n_keys == 0 && v.n_windows == 0); /* (the difference array may have grown, by zeros) */
