@@ -6,12 +6,13 @@
  * then the value, so a lookup mostly touches one cache line; a slot is empty when its value is
  * LH_NIL. A wide map (slot_bytes = LH_KEYMAP_WIDE_SLOT, set before the first reserve) has 16-byte
  * slots with a second uint32 after the value, its aux, which moves with the key: the lane keeps a
- * key's number there when it numbers keys (LH_LANE_KEY_IDS). Home slot lh_mix64(key) & mask (lh_hash.h), linear
- * probing, deletion by backward shift (no tombstones, so lookups stay short). At most max_load_percent full: 50 by
- * default, higher for maps that trade probes for memory (the profile's and WA's 75, the lane's 80, the evidence's 90).
- * Growth happens only in lh_keymap_reserve, which doubles the capacity (64 slots at first) until the keys fit, so a
- * caller reserves first and then puts without any failure path. The slot a key lands in depends only on the keys put
- * and deleted and their order, never on the platform.
+ * key's number there when it numbers keys (LH_LANE_KEY_IDS). Home slot lh_mix64(key) & mask
+ * (lh_hash.h), linear probing, deletion by backward shift (no tombstones, so lookups stay short).
+ * At most max_load_percent full: 50 by default, higher for maps that trade probes for memory (the
+ * profile's and WA's 75, the lane's 80, the evidence's 90). Growth happens only in
+ * lh_keymap_reserve, which doubles the capacity (64 slots at first) until the keys fit, so a caller
+ * reserves first and then puts without any failure path. The slot a key lands in depends only on
+ * the keys put and deleted and their order, never on the platform.
  *
  * Keys move only in lh_keymap_reserve, lh_keymap_del and lh_keymap_del_at. In between, a caller
  * may keep a slot index (lh_keymap_find) and rewrite that slot's value (lh_keymap_set_val), as
