@@ -1,8 +1,8 @@
-"""A kind run in process (the CLI): one pass over the trace, every part fed its lane's chunks in
-a thread of its own (the C engine releases the GIL), up to AHEAD chunks ahead of the merge, so
-a part that finished a chunk goes on with the next one instead of waiting for the others; then
-the same merge as the service's (litehit.jobs.stored). Nothing is published unless the whole
-pass succeeded.
+"""A kind run in process (the CLI): one pass over the trace, the parts fed their lanes' chunks in
+up to ``workers`` threads (the C engine releases the GIL), each part always by the same thread
+and up to AHEAD chunks ahead of the merge, so a thread that finished a chunk goes on with the
+next one instead of waiting for the others; then the same merge as the service's
+(litehit.jobs.stored). Nothing is published unless the whole pass succeeded.
 """
 
 from __future__ import annotations
@@ -40,13 +40,15 @@ AHEAD = 2
 
 
 class _Feeding:
-    """The parts fed chunk by chunk, each in a thread of its own (one part: the caller's thread),
-    their outputs taken back in input order: a chunk's first failing part (in part order) raises
-    when that chunk is taken, so an earlier chunk's failure always comes first."""
+    """The parts fed chunk by chunk by `threads` threads (part k by thread k mod threads, so a
+    part's chunks stay in order; one part: the caller's thread), their outputs taken back in
+    input order: a chunk's first failing part (in part order) raises when that chunk is taken,
+    so an earlier chunk's failure always comes first."""
 
-    def __init__(self, runs: Sequence[PartRun], lanes: Sequence[int]) -> None:
+    def __init__(self, runs: Sequence[PartRun], lanes: Sequence[int], threads: int) -> None:
         self.runs, self.lanes = runs, lanes
-        self.pools = [ThreadPoolExecutor(max_workers=1, thread_name_prefix="litehit-part") for _ in runs]
+        count = max(1, min(threads, len(runs))) if len(runs) > 1 else 0
+        self.pools = [ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"litehit-parts{k}") for k in range(count)]
         self.pending: deque[tuple[ChunkPlan, list[Future[Any]]]] = deque()
 
     def submit(self, chunk: ChunkPlan) -> list[tuple[ChunkPlan, list[Any]]]:
@@ -54,8 +56,8 @@ class _Feeding:
         if len(self.runs) == 1:
             return [(chunk, [self.runs[0].feed(chunk.lanes[self.lanes[0]])])]
         futures = [
-            pool.submit(run.feed, chunk.lanes[lane])
-            for pool, run, lane in zip(self.pools, self.runs, self.lanes, strict=True)
+            self.pools[k % len(self.pools)].submit(run.feed, chunk.lanes[lane])
+            for k, (run, lane) in enumerate(zip(self.runs, self.lanes, strict=True))
         ]
         self.pending.append((chunk, futures))
         done = []
@@ -107,7 +109,7 @@ def run_local(
         merger = kind.merger(spec, runtime, plan, parts)
         chunks = TraceChunks(runtime, plan, on_progress=on_progress, should_stop=should_stop, chunk_bytes=chunk_bytes)
         sizes = [[0, 0] for _ in parts]  # requests, blocks of each part's lane
-        feeding = _Feeding(runs, lanes)
+        feeding = _Feeding(runs, lanes, runtime.workers)
 
         def taken(chunk: ChunkPlan, emitted: list[Any]) -> None:
             for size, lane in zip(sizes, lanes, strict=True):

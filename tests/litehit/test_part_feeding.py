@@ -1,7 +1,8 @@
-"""litehit.jobs.local feeds each part of a run in a thread of its own, up to AHEAD chunks ahead
-of the slowest part: a part does not wait for the others at every chunk, the results are the
-same, and a failure still comes in input order (an earlier chunk's part failure before a later
-chunk's trace error, and before a later chunk's failure of another part)."""
+"""litehit.jobs.local feeds the parts of a run in up to ``workers`` threads (a part always in the
+same one), up to AHEAD chunks ahead of the slowest part: a part does not wait for the others at
+every chunk, the results are the same, and a failure still comes in input order (an earlier
+chunk's part failure before a later chunk's trace error, and before a later chunk's failure of
+another part)."""
 
 from __future__ import annotations
 
@@ -29,9 +30,15 @@ def _trace(tmp_path: Path, rows: int = 60, bad_line: bool = False) -> tuple[Path
     return trace, out
 
 
-def _two_lanes(trace: Path, out: Path) -> Any:
+def _two_lanes(trace: Path, out: Path, workers: int = 2) -> Any:
     return parse_replay_spec(
-        config(trace, out, instances=[instance("fast", 4), instance("slow", 8)], fanout_all_instances=True)
+        config(
+            trace,
+            out,
+            instances=[instance("fast", 4), instance("slow", 8)],
+            fanout_all_instances=True,
+            pipeline_worker_count=workers,
+        )
     )
 
 
@@ -42,11 +49,13 @@ class _Recorder:
         self.lock = threading.Lock()
         self.fed: dict[int, int] = {4: 0, 8: 0}  # chunks fed so far, by block size
         self.lead = 0  # the fast lane's largest lead over the slow one (chunks started)
+        self.threads: dict[int, set[int]] = {4: set(), 8: set()}  # the threads that fed each lane
         run = LaneRunner.run
 
         def wrapped(runner: LaneRunner, work: Any) -> Any:
             size = runner.spec.block_size
             with self.lock:
+                self.threads[size].add(threading.get_ident())
                 index = self.fed[size]
                 self.fed[size] += 1
                 self.lead = max(self.lead, self.fed[4] - self.fed[8])
@@ -72,6 +81,19 @@ def test_a_fast_part_goes_ahead_of_a_slow_one_and_the_facts_are_the_same(
     assert (out / FACTS_FILE).read_bytes() == want
     assert seen.fed[4] == seen.fed[8] > local.AHEAD + 2  # every chunk, to each lane
     assert 1 < seen.lead <= local.AHEAD + 1  # ahead, but never by more than AHEAD chunks in flight
+    assert len(seen.threads[4]) == len(seen.threads[8]) == 1 and seen.threads[4] != seen.threads[8]
+
+
+def test_one_worker_feeds_every_part_in_one_thread_in_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    trace, out = _trace(tmp_path)
+    run_replay(_two_lanes(trace, out, workers=1), chunk_bytes=600)
+    want = (out / FACTS_FILE).read_bytes()
+    (out / FACTS_FILE).unlink()
+    seen = _Recorder(monkeypatch, slow_s=0.005)
+    run_replay(_two_lanes(trace, out, workers=1), chunk_bytes=600)
+    assert (out / FACTS_FILE).read_bytes() == want
+    assert seen.threads[4] == seen.threads[8] and len(seen.threads[4]) == 1  # --workers bounds the threads
+    assert seen.lead <= 1  # one thread: each chunk to both lanes before the next
 
 
 def test_an_earlier_chunks_part_failure_comes_before_a_later_chunks_bad_line(
