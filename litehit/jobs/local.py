@@ -17,7 +17,7 @@ from typing import Any
 
 from litehit.jobs.base import Merged, PartOutput, PartPlan, PartRun, TraceCounts, TraceKind, raise_in_order
 from litehit.replay.chunks import Progress, TraceChunks, resolve_format
-from litehit.replay.plan import ChunkPlan, make_plan
+from litehit.replay.plan import ChunkPlan, LaneWork, make_plan
 from litehit.spec import ReplaySpec
 from litehit.traces.source import CHUNK_BYTES
 
@@ -39,31 +39,47 @@ AHEAD = 2
 """Chunks a part may be fed ahead of the slowest part (each holds its lanes' work in memory)."""
 
 
+class _Skipped(Exception):
+    """A chunk not fed to a part that had failed on an earlier one."""
+
+
 class _Feeding:
     """The parts fed chunk by chunk by `threads` threads (part k by thread k mod threads, so a
     part's chunks stay in order; one part: the caller's thread), their outputs taken back in
     input order: a chunk's first failing part (in part order) raises when that chunk is taken,
-    so an earlier chunk's failure always comes first."""
+    so an earlier chunk's failure always comes first. A part that failed is not fed again (the
+    chunks already queued for it are skipped): a part's failure must be its last call, as a
+    profile's recorder, which follows its lane one chunk behind, relies on."""
 
     def __init__(self, runs: Sequence[PartRun], lanes: Sequence[int], threads: int) -> None:
         self.runs, self.lanes = runs, lanes
         count = max(1, min(threads, len(runs))) if len(runs) > 1 else 0
         self.pools = [ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"litehit-parts{k}") for k in range(count)]
         self.pending: deque[tuple[ChunkPlan, list[Future[Any]]]] = deque()
+        self.failed = [False] * len(runs)  # set by a part's own thread, read by it before its next chunk
 
     def submit(self, chunk: ChunkPlan) -> list[tuple[ChunkPlan, list[Any]]]:
         """Feeds chunk to every part; returns the chunks whose outputs are all in, with them."""
         if len(self.runs) == 1:
             return [(chunk, [self.runs[0].feed(chunk.lanes[self.lanes[0]])])]
         futures = [
-            self.pools[k % len(self.pools)].submit(run.feed, chunk.lanes[lane])
-            for k, (run, lane) in enumerate(zip(self.runs, self.lanes, strict=True))
+            self.pools[k % len(self.pools)].submit(self._feed, k, chunk.lanes[lane])
+            for k, lane in enumerate(self.lanes)
         ]
         self.pending.append((chunk, futures))
         done = []
         while len(self.pending) > AHEAD:
             done.append(self._take())
         return done
+
+    def _feed(self, k: int, work: LaneWork) -> Any:
+        if self.failed[k]:
+            raise _Skipped  # (taken after the part's failure, which is raised first: an earlier chunk's)
+        try:
+            return self.runs[k].feed(work)
+        except BaseException:
+            self.failed[k] = True
+            raise
 
     def drain(self) -> list[tuple[ChunkPlan, list[Any]]]:
         """Every chunk still being fed, with its outputs, in input order."""
@@ -75,7 +91,7 @@ class _Feeding:
 
     def close(self) -> None:
         """Stops feeding: chunks not started are dropped, the ones being fed are waited for (the
-        parts' memory is freed only after this)."""
+        parts' memory is freed only after this). Closing again does nothing."""
         for pool in self.pools:
             pool.shutdown(wait=True, cancel_futures=True)
         self.pending.clear()
@@ -143,6 +159,8 @@ def run_local(
         )
         merged = merger.finish(outputs, counts)
     except BaseException as exc:  # (a facts file that could not be written fails the replay)
+        if feeding is not None:
+            feeding.close()  # the parts' threads are quiet before the parts are asked for their failures
         raise_in_order(exc, [*runs, merger])
     finally:
         if feeding is not None:

@@ -137,3 +137,26 @@ def test_the_earlier_chunks_failure_wins_between_parts(tmp_path: Path, monkeypat
     with pytest.raises(MemoryError, match="slow lane, chunk 1"):
         run_replay(_two_lanes(trace, out), chunk_bytes=600)
     assert list(out.iterdir()) == []
+
+
+def test_a_part_that_failed_is_not_fed_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The slow lane fails at chunk 1 while chunks 2 and 3 are already queued for it: they are not
+    fed to it (a profile's recorder, a chunk behind its lane, must see nothing after a failure)."""
+    trace, out = _trace(tmp_path)
+    run = LaneRunner.run
+    fed: dict[int, list[int]] = {4: [], 8: []}
+
+    def wrapped(runner: LaneRunner, work: Any) -> Any:
+        size = runner.spec.block_size
+        fed[size].append(len(fed[size]))
+        if size == 8 and len(fed[8]) == 2:
+            raise MemoryError("slow lane, chunk 1")
+        if size == 4:
+            time.sleep(0.05)  # the main thread waits for this lane while the other's queue holds chunks
+        return run(runner, work)
+
+    monkeypatch.setattr(LaneRunner, "run", wrapped)
+    with pytest.raises(MemoryError, match="slow lane, chunk 1"):
+        run_replay(_two_lanes(trace, out), chunk_bytes=600)
+    assert fed[8] == [0, 1]  # nothing after its failure
+    assert list(out.iterdir()) == []
