@@ -1,4 +1,5 @@
-/* lh_buf.h - internal helpers: growable arrays and a table of interned byte strings.
+/* lh_buf.h - internal helpers: growable arrays, a table of interned byte strings, and the hint
+ * that a big table read at random take huge pages.
  * Not part of the Python-facing API. All functions report allocation failure by returning -1
  * and leave the structure usable. */
 #ifndef LH_BUF_H
@@ -16,6 +17,13 @@ typedef struct lh_vec {
 
 /* Ensures room for `extra` more elements of `elem` bytes; 0 or -1. */
 int lh_vec_reserve(lh_vec *v, size_t extra, size_t elem);
+
+/* Offers the whole 2 MiB pages inside [p, p + bytes) of a big table read at random (a key map,
+ * a bitmap, per-key arrays) to the kernel's transparent huge pages, on Linux and from 4 MiB: its
+ * random reads then miss the TLB less, and its first writes fault once per 2 MiB instead of once
+ * per 4 KiB. Call it before the new part of the table is first written (a realloc keeps the hint
+ * of the part it moved). A hint: where the kernel declines it, nothing changes. */
+void lh_advise_huge(void *p, size_t bytes);
 
 /* Interned strings: names in a byte vector, count + 1 offsets, and an open-addressing index.
  * The index is its own small table, not the engine's key map (lh_keymap.h): its keys are byte

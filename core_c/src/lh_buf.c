@@ -1,8 +1,24 @@
-/* lh_buf.c - growable arrays and interned strings. */
+/* lh_buf.c - growable arrays, interned strings and the huge-page hint. */
+#define _DEFAULT_SOURCE /* madvise */
 #include "lh_buf.h"
 
 #include <stdlib.h>
 #include <string.h>
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
+#define HUGE_PAGE ((uintptr_t)2 << 20)
+
+void lh_advise_huge(void *p, size_t bytes) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  if (p == NULL || bytes < 2 * HUGE_PAGE) return;
+  uintptr_t lo = ((uintptr_t)p + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1), hi = ((uintptr_t)p + bytes) & ~(HUGE_PAGE - 1);
+  if (hi > lo) (void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
+#else
+  (void)p, (void)bytes;
+#endif
+}
 
 int lh_vec_reserve(lh_vec *v, size_t extra, size_t elem) {
   if (v->len + extra <= v->cap) return 0;

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lh_buf.h"
+
 /* The most keys a map of cap slots holds at a load of pct percent (no overflow). */
 static size_t load_limit(size_t cap, unsigned pct) { return cap / 100 * pct + cap % 100 * pct / 100; }
 
@@ -35,6 +37,7 @@ int lh_keymap_reserve(lh_keymap *m, size_t extra) {
   size_t w = lh_keymap_width(m);
   unsigned char *slots = malloc(new_cap * w);
   if (slots == NULL) return -1;
+  lh_advise_huge(slots, new_cap * w);
   memset(slots, 0xFF, new_cap * w); /* every value LH_NIL: every slot empty */
   lh_keymap old = *m;
   m->slots = slots;

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "lh_batch.h"
+#include "lh_buf.h"
 #include "lh_common.h"
 #include "lh_keymap.h"
 
@@ -154,6 +155,7 @@ static int grow_positions(lh_lane *L, uint64_t need, char *err, size_t errlen) {
     free(fen);
     return lh_fail(err, errlen, LH_ENOMEM, "out of memory growing lane positions");
   }
+  lh_advise_huge(bits, (size_t)(cap / 64) * sizeof(uint64_t));
   memset(bits + L->pos_cap / 64, 0, (size_t)((cap - L->pos_cap) / 64) * sizeof(uint64_t));
   fen_rebuild(fen, nsb, bits);
   free(L->fen);
@@ -306,6 +308,7 @@ static int compact(lh_lane *L) {
     uint64_t *bits = calloc((size_t)(want / 64), sizeof(uint64_t));
     int32_t *fen = calloc((size_t)(want >> SB_SHIFT) + 1, sizeof(int32_t));
     if (bits != NULL && fen != NULL) {
+      lh_advise_huge(bits, (size_t)(want / 64) * sizeof(uint64_t));
       memcpy(bits, L->bits, (size_t)(((alive >> 6) + 1) * sizeof(uint64_t)));
       free(L->bits);
       free(L->fen);

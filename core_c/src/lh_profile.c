@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "lh_batch.h"
+#include "lh_buf.h"
 #include "lh_common.h"
 #include "lh_keymap.h"
 
@@ -24,6 +25,7 @@ static int reserve(array *a, size_t extra, size_t elem) {
   while (cap < need) cap = cap > SIZE_MAX / elem / 5 * 4 ? need : cap + cap / 4;
   void *data = realloc(a->data, cap * elem);
   if (data == NULL) return -1;
+  lh_advise_huge(data, cap * elem); /* the per-key arrays are read at random */
   a->data = data;
   a->cap = cap;
   return 0;

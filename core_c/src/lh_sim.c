@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "lh_batch.h"
+#include "lh_buf.h"
 #include "lh_common.h"
 #include "lh_policy_ops.h"
 
@@ -112,6 +113,7 @@ int lh_policy_grow(void **p, size_t *cap, size_t need, size_t elem) {
   }
   void *q = realloc(*p, c * elem);
   if (q == NULL) return -1;
+  lh_advise_huge(q, c * elem); /* slots and per-key arrays are read at random */
   *p = q;
   *cap = c;
   return 0;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lh_buf.h"
 #include "lh_test.h"
 #include "litehit.h"
 
@@ -213,6 +214,59 @@ static void test_random_against_naive(int64_t ttl, unsigned flags, size_t reques
   lh_lane_destroy(lane);
 }
 
+/* Whether the mapping holding addr is flagged for huge pages in /proc/self/smaps: 1 or 0, or -1
+ * when that cannot be read. */
+static int huge_flagged(uintptr_t addr) {
+  FILE *f = fopen("/proc/self/smaps", "r");
+  if (f == NULL) return -1;
+  char line[512];
+  int inside = 0, found = -1;
+  while (fgets(line, sizeof line, f) != NULL) {
+    unsigned long lo, hi;
+    if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' ')) {
+      inside = addr >= lo && addr < hi;
+    } else if (inside && strncmp(line, "VmFlags:", 8) == 0) {
+      found = strstr(line, " hg") != NULL;
+      break;
+    }
+  }
+  fclose(f);
+  return found;
+}
+
+/* lh_advise_huge flags exactly the whole 2 MiB pages inside a big table, and none of a small one. */
+static void test_advise_huge(void) {
+  FILE *thp = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+  if (thp == NULL) {
+    printf("skipped: no transparent huge pages here\n");
+    return;
+  }
+  fclose(thp);
+  const uintptr_t huge = (uintptr_t)2 << 20;
+  size_t bytes = 9 * ((size_t)1 << 20) + 12345;
+  unsigned char *p = malloc(bytes), *small = malloc(3 * ((size_t)1 << 20));
+  CHECK(p != NULL && small != NULL);
+  if (p == NULL || small == NULL || huge_flagged((uintptr_t)p) != 0) { /* unreadable, or flagged already */
+    free(p);
+    free(small);
+    printf("skipped: /proc/self/smaps unreadable, or the heap is flagged already\n");
+    return;
+  }
+  lh_advise_huge(p, bytes);
+  lh_advise_huge(small, 3 * ((size_t)1 << 20));
+  uintptr_t lo = ((uintptr_t)p + huge - 1) & ~(huge - 1), hi = ((uintptr_t)p + bytes) & ~(huge - 1);
+  CHECK(hi - lo >= 3 * huge);
+  CHECK(huge_flagged(lo) == 1);
+  CHECK(huge_flagged(hi - 1) == 1);
+  if ((uintptr_t)p < lo) CHECK(huge_flagged(lo - 1) == 0); /* the head before the first whole page */
+  CHECK(huge_flagged(hi) == 0);                             /* the tail after the last */
+  CHECK(huge_flagged((uintptr_t)small + ((size_t)1 << 20)) == 0);
+  memset(p, 0xAB, bytes); /* still an ordinary block */
+  CHECK(p[0] == 0xAB && p[bytes - 1] == 0xAB);
+  free(p);
+  free(small);
+}
+
 static void test_large_growth(void) {
   lh_lane *lane = NULL;
   char err[LH_ERR_LEN];
@@ -314,5 +368,6 @@ int main(void) {
   test_random_against_naive(60, LH_LANE_KEY_IDS, 20000);
   test_key_numbers(0);
   test_key_numbers(25);
+  test_advise_huge();
   return finish("core");
 }
