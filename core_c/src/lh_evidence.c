@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lh_buf.h"
 #include "lh_common.h"
 #include "lh_hash.h"
 #include "lh_keymap.h"
@@ -103,6 +104,8 @@ int lh_evidence_create(lh_evidence **out, uint32_t ring_buckets, uint32_t filter
   if (filter_log2_bits != 0) {
     ev->filter = calloc((size_t)1 << (filter_log2_bits - 6), sizeof *ev->filter);
     if (filter_generation != 0) ev->previous = calloc((size_t)1 << (filter_log2_bits - 6), sizeof *ev->previous);
+    lh_advise_huge(ev->filter, ((size_t)1 << (filter_log2_bits - 6)) * sizeof *ev->filter);
+    lh_advise_huge(ev->previous, ((size_t)1 << (filter_log2_bits - 6)) * sizeof *ev->previous);
   }
   if (ev->ring == NULL ||
       (filter_log2_bits != 0 && (ev->filter == NULL || (filter_generation != 0 && ev->previous == NULL)))) {

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "lh_batch.h"
+#include "lh_buf.h"
 #include "lh_common.h"
 #include "lh_keymap.h"
 
@@ -126,6 +127,7 @@ static inline void pm_prefetch(const pairmap *m, int64_t key) {
 static pslot *pm_alloc(size_t n) {
   pslot *slots = malloc(n * sizeof *slots);
   if (slots != NULL) {
+    lh_advise_huge(slots, n * sizeof *slots);
     for (size_t i = 0; i < n; i++) slots[i].pos[FULL] = slots[i].pos[LINEAR] = LH_NIL;
   }
   return slots;
@@ -238,6 +240,7 @@ static int reserve_positions(lh_hybrid *h, uint64_t need) {
   for (int t = 0; t < 2; t++) {
     uint64_t *bits = realloc(h->rs[t].bits, nsb * SB_WORDS * sizeof(uint64_t));
     if (bits == NULL) return -1;
+    lh_advise_huge(bits, nsb * SB_WORDS * sizeof(uint64_t));
     h->rs[t].bits = bits;
   }
   counts2 *fen = realloc(h->fen, nsb * sizeof(counts2));
@@ -473,6 +476,7 @@ static void compact(lh_hybrid *h) {
   for (int t = 0; t < 2 && ok; t++) {
     bits[t] = calloc(h->nsb * SB_WORDS, sizeof(uint64_t));
     ok = bits[t] != NULL;
+    lh_advise_huge(bits[t], h->nsb * SB_WORDS * sizeof(uint64_t));
   }
   if (!ok) {
     free(map.slots);

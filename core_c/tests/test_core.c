@@ -259,7 +259,7 @@ static void test_advise_huge(void) {
   CHECK(huge_flagged(lo) == 1);
   CHECK(huge_flagged(hi - 1) == 1);
   if ((uintptr_t)p < lo) CHECK(huge_flagged(lo - 1) == 0); /* the head before the first whole page */
-  CHECK(huge_flagged(hi) == 0);                             /* the tail after the last */
+  CHECK(huge_flagged(hi) == 0);                            /* the tail after the last */
   CHECK(huge_flagged((uintptr_t)small + ((size_t)1 << 20)) == 0);
   memset(p, 0xAB, bytes); /* still an ordinary block */
   CHECK(p[0] == 0xAB && p[bytes - 1] == 0xAB);
