@@ -54,7 +54,7 @@ def run_stored_part(
             sink = None
             if kind.chunk_arrays_of(part):
                 (sink,) = stack.enter_context(atomic_files([part_output(workdir, index)]))
-            for work in iter_lane_work(workdir, part.lane, manifest.chunks):
+            for work in iter_lane_work(workdir, manifest, part.lane):
                 if should_stop is not None and should_stop():
                     raise ReplayCancelled(kind.cancelled)
                 emitted = run.feed(work)

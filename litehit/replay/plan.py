@@ -7,6 +7,7 @@ written to per-lane files for lane tasks running elsewhere (the service).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Protocol
@@ -91,6 +92,7 @@ class ReplayPlan:
     target: int  # the OVERRIDE lane
     extended: bool  # extended facts columns
     lane_by_instance: dict[str, int]
+    inputs: tuple[int, ...]  # lane i has the requests of lane inputs[i] (lane_inputs)
     categories: CategoryTable = field(default_factory=CategoryTable)  # grows as chunks are planned
     assigner: LaneAssigner | None = None  # ROUTED: the routers' state across chunks
 
@@ -102,6 +104,17 @@ class ReplayPlan:
     def lane_id_offsets(self) -> Int64Array:
         sizes = [len(lane.instance_id.encode()) for lane in self.lanes]
         return np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+
+
+def lane_inputs(lanes: Sequence[LaneSpec], routing: Routing) -> tuple[int, ...]:
+    """For each lane, the first lane whose normalized requests are the same as its own: in a
+    fanout every lane sees every read, so lanes of one block size and key hashing (several TTLs,
+    say) get the same keys; they share one LaneWork per chunk (normalized once) and one parse-stage
+    file. Under any other routing each lane has its own reads."""
+    if routing is not Routing.FANOUT:
+        return tuple(range(len(lanes)))
+    first: dict[tuple[int, bool], int] = {}
+    return tuple(first.setdefault((lane.block_size, lane.prefix_hash), i) for i, lane in enumerate(lanes))
 
 
 def make_plan(spec: ReplaySpec, fmt: TraceFormat, path: str | None = None) -> ReplayPlan:
@@ -151,6 +164,7 @@ def make_plan(spec: ReplaySpec, fmt: TraceFormat, path: str | None = None) -> Re
         extended=spec.facts_format == "extended",
         lane_by_instance=by_id,
         assigner=assigner,
+        inputs=lane_inputs(lanes, routing),
     )
 
 
@@ -250,7 +264,13 @@ def plan_chunk(plan: ReplayPlan, parsed: ParsedChunk, prev_timestamp: int | None
             out_pos[mine] = np.arange(len(mine))
             lane_rows.append(reads[mine])
     works: list[LaneWork] = []
-    for lane, rows in zip(plan.lanes, lane_rows, strict=True):
+    made: dict[int, LaneWork] = {}  # lane position -> its work, for the lanes that share it
+    for i, (lane, rows) in enumerate(zip(plan.lanes, lane_rows, strict=True)):
+        source = plan.inputs[i]
+        if source != i:  # the same requests as an earlier lane's (a fanout): shared
+            if source in made:
+                works.append(made[source])
+            continue  # else that lane's normalization failed, and its error stands for both
         try:
             batch = core_c.normalize_batch(
                 r.keys,
@@ -265,7 +285,8 @@ def plan_chunk(plan: ReplayPlan, parsed: ParsedChunk, prev_timestamp: int | None
             row = int(rows[exc.index or 0])
             errors.append((int(r.line[row]), f"invalid request trace_id[{_trace_id(parsed, row)}]: {exc.message}"))
             continue
-        works.append(LaneWork(batch.keys, batch.offsets, batch.input_lens, ts[rows], row_categories[rows]))
+        made[i] = LaneWork(batch.keys, batch.offsets, batch.input_lens, ts[rows], row_categories[rows])
+        works.append(made[i])
     _raise_first(plan, errors)
     return _chunk_plan(parsed, reads, out_src, out_lane, out_pos, works, prev_timestamp)
 

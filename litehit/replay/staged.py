@@ -4,6 +4,9 @@
     a part        lane-<i>.in -> its run -> [part-<k>.out: arrays per chunk] [part-<k>-<name>.npy]
     the merge     rows.bin + lane-<i>.in + every part-<k>.out, chunk by chunk in input order
 
+A fanout's lanes of one block size and key hashing have the same requests: only the first of them
+has a lane-<i>.in, which the others read (ParseManifest.lane_file).
+
 Every file streams chunk by chunk (memory independent of trace length) and is written with
 tmp-then-rename, so a rerun after a crash simply redoes the stage. litehit.jobs.stored runs the
 parts and the merge over these files; the bytes published equal the in-process run's.
@@ -79,6 +82,11 @@ class ParseManifest:
     lane_blocks: list[int]
     parse_s: float
     categories: list[str] = field(default_factory=list)  # names of the lane files' category ids, in id order
+    lane_files: list[int] | None = None  # lane i's requests are in lane-<lane_files[i]>.in (None: its own)
+
+    def lane_file(self, workdir: Path, lane: int) -> Path:
+        """The file of lane's requests: a fanout's lanes of one block size and key hashing share one."""
+        return lane_input(workdir, self.lane_files[lane] if self.lane_files is not None else lane)
 
 
 SHORT_WRITE = re.compile(r"\d+ requested and \d+ written")
@@ -141,7 +149,9 @@ def parse_stage(
     n_lanes = len(plan.lanes)
     lane_requests, lane_blocks = [0] * n_lanes, [0] * n_lanes
     chunks = TraceChunks(spec, plan, on_progress=on_progress, should_stop=should_stop, chunk_bytes=chunk_bytes)
-    outputs = [workdir / ROWS] + [lane_input(workdir, i) for i in range(n_lanes)]
+    written = sorted(set(plan.inputs))  # a lane whose requests another lane has is not written again
+    file_of = {lane: 1 + k for k, lane in enumerate(written)}
+    outputs = [workdir / ROWS] + [lane_input(workdir, lane) for lane in written]
     with atomic_files(outputs) as files:
         for chunk in chunks:
             rows = np.frombuffer(chunk.ids, dtype=np.uint8)
@@ -149,7 +159,8 @@ def parse_stage(
                 files[0], rows, chunk.id_offsets, chunk.timestamps, chunk.out_src, chunk.out_lane, chunk.out_pos
             )
             for i, work in enumerate(chunk.lanes):
-                write_arrays(files[1 + i], *_lane_arrays(work))
+                if i in file_of:
+                    write_arrays(files[file_of[i]], *_lane_arrays(work))
                 lane_requests[i] += work.requests
                 lane_blocks[i] += len(work.keys)
     manifest = ParseManifest(
@@ -163,6 +174,7 @@ def parse_stage(
         lane_blocks,
         time.perf_counter() - start,
         list(plan.categories.names),
+        list(plan.inputs),
     )
     tmp = workdir / (MANIFEST + ".tmp")
     tmp.write_text(json.dumps(asdict(manifest)))
@@ -194,10 +206,10 @@ def read_lane_work(f: BinaryIO) -> LaneWork:
     return LaneWork(*read_arrays(f, len(LaneWork.__slots__)))
 
 
-def iter_lane_work(workdir: Path, lane: int, chunks: int) -> Iterator[LaneWork]:
+def iter_lane_work(workdir: Path, manifest: ParseManifest, lane: int) -> Iterator[LaneWork]:
     """The LaneWork of every chunk of one lane, in order, from the parse stage's output."""
-    with lane_input(workdir, lane).open("rb") as src:
-        for _ in range(chunks):
+    with manifest.lane_file(workdir, lane).open("rb") as src:
+        for _ in range(manifest.chunks):
             yield read_lane_work(src)
 
 
@@ -210,14 +222,16 @@ def iter_stored_chunks(
     try:
         with contextlib.ExitStack() as stack:
             rows_f = stack.enter_context((workdir / ROWS).open("rb"))
-            ins = [stack.enter_context(lane_input(workdir, i).open("rb")) for i in range(len(plan.lanes))]
+            files = sorted({manifest.lane_file(workdir, i) for i in range(len(plan.lanes))})
+            ins = {path: stack.enter_context(path.open("rb")) for path in files}  # one reader per file
             outs = [
                 stack.enter_context(part_output(workdir, k).open("rb")) if count else None
                 for k, count in enumerate(arrays)
             ]
             for index in range(manifest.chunks):
                 ids, id_offsets, timestamps, out_src, out_lane, out_pos = read_arrays(rows_f, 6)
-                works = tuple(read_lane_work(f) for f in ins)
+                read = {path: read_lane_work(f) for path, f in ins.items()}
+                works = tuple(read[manifest.lane_file(workdir, i)] for i in range(len(plan.lanes)))
                 outputs = [
                     tuple(read_arrays(f, count)) if f is not None else () for f, count in zip(outs, arrays, strict=True)
                 ]

@@ -3,6 +3,7 @@ the in-process runner, and fails the same way."""
 
 from __future__ import annotations
 
+import json
 import random
 import shutil
 from pathlib import Path
@@ -118,3 +119,55 @@ def test_a_lane_stage_rerun_gives_the_same_bytes(tmp_path: Path) -> None:
     shutil.copy(part_output(tmp_path / "work", 0), tmp_path / "copy")
     lane_stage(spec, tmp_path / "work", 0)
     assert part_output(tmp_path / "work", 0).read_bytes() == first
+
+
+def test_a_fanouts_lanes_with_the_same_requests_share_one_lane_file(tmp_path: Path) -> None:
+    """Lanes of one block size and key hashing in a fanout (two TTLs here) get the same requests:
+    the parse stage writes them once, the lanes sharing them read that file, and the bytes
+    published are the in-process run's. A lane of another block size, or hashing its keys, has
+    its own file."""
+    rng = random.Random(5)
+    rows = [request(f"r{i}", 10 * i + 1, [rng.randrange(40) for _ in range(rng.randint(1, 9))], 0) for i in range(400)]
+    for row in rows:
+        row["input_len"] = 4 * len(row["keys"]) + rng.randrange(4)
+    trace = write_rows(tmp_path / "t.jsonl", rows)
+    lanes = [
+        instance("a", 4, group="g0"),
+        instance("b", 8, group="g0"),
+        instance("a_ttl", 4, group="g1"),
+        instance("a_hashed", 4, group="gh"),
+        instance("b_ttl", 8, group="g1"),
+    ]
+    groups = [group("g0"), group("g1", 1), group("gh", enable_prefix_hash=True)]
+    for sub in ("x", "y"):
+        (tmp_path / sub).mkdir()
+    base = dict(instances=lanes, groups=groups, fanout_all_instances=True, facts_format="extended")
+    want = in_process(config(trace, tmp_path / "x", **base))
+    work = tmp_path / "work"
+    assert staged(config(trace, tmp_path / "y", **base), work, order=[4, 2, 0, 3, 1]) == want
+    assert read_manifest(work).lane_files == [0, 1, 0, 3, 1]
+    assert sorted(p.name for p in work.glob("lane-*.in")) == ["lane-0.in", "lane-1.in", "lane-3.in"]
+
+
+def test_a_stage_written_before_lane_files_were_shared_is_still_read(tmp_path: Path) -> None:
+    """A manifest without lane_files (written before lanes shared them) reads lane-<i>.in for lane i."""
+    rows = [request(f"r{i}", i + 1, [i % 7, i % 5], 8) for i in range(60)]
+    trace = write_rows(tmp_path / "t.jsonl", rows)
+    lanes = [instance("a", group="g0"), instance("a_ttl", group="g1")]
+    base = dict(instances=lanes, groups=[group("g0"), group("g1", 1)], fanout_all_instances=True)
+    for sub in ("x", "y"):
+        (tmp_path / sub).mkdir()
+    want = in_process(config(trace, tmp_path / "x", **base))
+    spec = parse_replay_spec(config(trace, tmp_path / "y", **base))
+    work = tmp_path / "work"
+    parse_stage(spec, work)
+    manifest = json.loads((work / "manifest.json").read_text())
+    assert manifest.pop("lane_files") == [0, 0]
+    (work / "manifest.json").write_text(json.dumps(manifest))
+    (work / "lane-0.in").rename(work / "lane-1.in")  # where an old stage put lane 1's requests ...
+    with pytest.raises(ReplayError, match="unreadable"):  # ... and lane 0's file is its own
+        lane_stage(spec, work, 0)
+    shutil.copy(work / "lane-1.in", work / "lane-0.in")
+    stats = {i: lane_stage(spec, work, i) for i in (0, 1)}
+    merge_stage(spec, work, stats)
+    assert (Path(spec.output_result_path) / FACTS_FILE).read_bytes() == want
