@@ -3,9 +3,13 @@
  *
  * Golden numbers from the original tool's tests, plus a randomized comparison against a naive
  * array LRU that exercises growth, compaction (with and without TTL) and reset. */
+#define _DEFAULT_SOURCE /* mmap's MAP_ANONYMOUS */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 #include "lh_buf.h"
 #include "lh_test.h"
@@ -234,8 +238,11 @@ static int huge_flagged(uintptr_t addr) {
   return found;
 }
 
-/* lh_advise_huge flags exactly the whole 2 MiB pages inside a big table, and none of a small one. */
+/* lh_advise_huge flags exactly the whole 2 MiB pages inside a big table, and none of a small one.
+ * The tables are carved out of fresh mappings of the test's own, so no earlier advice (a freed key
+ * map's, say, whose heap range malloc may hand out again) can be mistaken for this one's. */
 static void test_advise_huge(void) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
   FILE *thp = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
   if (thp == NULL) {
     printf("skipped: no transparent huge pages here\n");
@@ -243,28 +250,32 @@ static void test_advise_huge(void) {
   }
   fclose(thp);
   const uintptr_t huge = (uintptr_t)2 << 20;
-  size_t bytes = 9 * ((size_t)1 << 20) + 12345;
-  unsigned char *p = malloc(bytes), *small = malloc(3 * ((size_t)1 << 20));
-  CHECK(p != NULL && small != NULL);
-  if (p == NULL || small == NULL || huge_flagged((uintptr_t)p) != 0) { /* unreadable, or flagged already */
-    free(p);
-    free(small);
-    printf("skipped: /proc/self/smaps unreadable, or the heap is flagged already\n");
-    return;
+  size_t region = 16 * ((size_t)1 << 20), bytes = 9 * ((size_t)1 << 20) + 12345;
+  unsigned char *big = mmap(NULL, region, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  unsigned char *small = mmap(NULL, region, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  CHECK(big != MAP_FAILED && small != MAP_FAILED);
+  if (big == MAP_FAILED || small == MAP_FAILED) return;
+  if (huge_flagged((uintptr_t)big) != 0) {
+    printf("skipped: /proc/self/smaps unreadable\n");
+  } else {
+    unsigned char *p = big + huge + 4096 + 48; /* a table that starts and ends inside 2 MiB pages */
+    lh_advise_huge(p, bytes);
+    lh_advise_huge(small + 4096, 3 * ((size_t)1 << 20) + 4096); /* under 4 MiB: left alone */
+    uintptr_t lo = ((uintptr_t)p + huge - 1) & ~(huge - 1), hi = ((uintptr_t)p + bytes) & ~(huge - 1);
+    CHECK(hi - lo >= 3 * huge);
+    CHECK(huge_flagged(lo) == 1);
+    CHECK(huge_flagged(hi - 1) == 1);
+    CHECK(huge_flagged(lo - 1) == 0); /* the table's head, before its first whole page */
+    CHECK(huge_flagged(hi) == 0);     /* its tail, after the last */
+    CHECK(huge_flagged((uintptr_t)small + 2 * huge) == 0);
+    memset(p, 0xAB, bytes); /* still ordinary memory */
+    CHECK(p[0] == 0xAB && p[bytes - 1] == 0xAB);
   }
-  lh_advise_huge(p, bytes);
-  lh_advise_huge(small, 3 * ((size_t)1 << 20));
-  uintptr_t lo = ((uintptr_t)p + huge - 1) & ~(huge - 1), hi = ((uintptr_t)p + bytes) & ~(huge - 1);
-  CHECK(hi - lo >= 3 * huge);
-  CHECK(huge_flagged(lo) == 1);
-  CHECK(huge_flagged(hi - 1) == 1);
-  if ((uintptr_t)p < lo) CHECK(huge_flagged(lo - 1) == 0); /* the head before the first whole page */
-  CHECK(huge_flagged(hi) == 0);                            /* the tail after the last */
-  CHECK(huge_flagged((uintptr_t)small + ((size_t)1 << 20)) == 0);
-  memset(p, 0xAB, bytes); /* still an ordinary block */
-  CHECK(p[0] == 0xAB && p[bytes - 1] == 0xAB);
-  free(p);
-  free(small);
+  munmap(big, region);
+  munmap(small, region);
+#else
+  printf("skipped: no madvise(MADV_HUGEPAGE) here\n");
+#endif
 }
 
 static void test_large_growth(void) {
