@@ -55,8 +55,11 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def local_stack(port: int = 0, api_workers: int = 2, worker_concurrency: int = 2) -> Iterator[str]:
-    """A local API and worker on `port` (0: a free one); yields the API's URL."""
+def local_stack(
+    port: int = 0, api_workers: int = 2, worker_concurrency: int = 2, *, quiet: bool = False
+) -> Iterator[str]:
+    """A local API and worker on `port` (0: a free one); yields the API's URL. quiet: their output
+    (the worker's banner) is dropped."""
     import psycopg
 
     port = port or free_port()
@@ -77,6 +80,7 @@ def local_stack(port: int = 0, api_workers: int = 2, worker_concurrency: int = 2
     }
     bindir = Path(sys.executable).parent
     subprocess.run([str(bindir / "alembic"), "upgrade", "head"], cwd=ROOT, env=env, check=True, capture_output=True)
+    out = subprocess.DEVNULL if quiet else None
     procs = [
         subprocess.Popen(
             [
@@ -91,6 +95,8 @@ def local_stack(port: int = 0, api_workers: int = 2, worker_concurrency: int = 2
             ],
             cwd=ROOT,
             env=env,
+            stdout=out,
+            stderr=out,
         ),
         subprocess.Popen(
             [
@@ -107,6 +113,8 @@ def local_stack(port: int = 0, api_workers: int = 2, worker_concurrency: int = 2
             ],
             cwd=ROOT,
             env=env,
+            stdout=out,
+            stderr=out,
         ),
     ]
     url = f"http://127.0.0.1:{port}"

@@ -27,6 +27,11 @@
    this project 1.32-1.93x over 20 M keys across runs, whose tables live in memory, against 2.0x over 300 K
    keys, whose tables fit in the caches; a busy loop on one vCPU slowed the lane core on the
    other by a third).
+6. Fan-out on the service (bench_fanout_service.py's measurement over this trace): a local stack
+   (uvicorn + a Celery worker, PostgreSQL and Redis on 127.0.0.1, a free port) with one worker
+   process replays one lane, then with two it replays two lanes that see the same blocks; submit
+   to succeeded, best of --repeat, staging and merge included. Target: lane-blocks per second
+   >= 1.7x. Skipped, and said so, when PostgreSQL or Redis does not answer (--no-service: not run).
 
 Ratios are speed ratios (>= 1 beats the reference); each timing is the best of --repeat, the
 commands of 2, 3 and 5 taken in turn (round robin), and every child process runs with recording
@@ -39,6 +44,7 @@ import argparse
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -145,6 +151,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=11, help="fresh processes per start-up figure")
     parser.add_argument("--capacity-gb", default="256")
     parser.add_argument("--cache-dir", type=Path, default=Path(tempfile.gettempdir()) / "litehit-bench")
+    parser.add_argument("--no-service", action="store_true", help="skip the service's fan-out (6)")
     args = parser.parse_args()
 
     trace_path = ensure_trace(args.blocks, args.cache_dir)
@@ -260,6 +267,42 @@ def main() -> None:
             table.row(
                 f"simulator {policy} vs lru", f"{rate / 1e6:.2f} M blocks/s", ">= 0.5x", rate / lru, rate / lru >= 0.5
             )
+        if not args.no_service:
+            service_fanout(table, trace_path, one, args.repeat)
+
+
+def service_fanout(table: Table, trace_path: Path, blocks: int, repeat: int) -> None:
+    """6: two lanes on the service with two worker processes against one lane with one."""
+    missing = [name for name, port in (("PostgreSQL", 5432), ("Redis", 6379)) if not answers(port)]
+    if missing:
+        table.row(f"service fan-out: skipped, no {' or '.join(missing)} on 127.0.0.1", "", ">= 1.7x", None, None)
+        return
+    from bench_fanout_service import CONFIG, run_replay, two_lanes
+    from bench_service import local_stack
+
+    trace = trace_path.read_bytes()
+    seconds = {}
+    for lanes, config in ((1, CONFIG), (2, two_lanes())):
+        with local_stack(worker_concurrency=lanes, quiet=True) as url:
+            seconds[lanes] = min(run_replay(url, trace, config)[0] for _ in range(repeat))
+    ratio = 2 * seconds[1] / seconds[2]
+    table.row("service: one lane on 1 worker process (submit -> succeeded)", f"{seconds[1]:.2f} s", "", None, None)
+    table.row(
+        "service: two lanes on 2 worker processes vs one lane on 1",
+        f"{2 * blocks / seconds[2] / 1e6:.2f} M blocks/s",
+        ">= 1.7x",
+        ratio,
+        ratio >= 1.7,
+    )
+
+
+def answers(port: int) -> bool:
+    """Whether something listens on 127.0.0.1:port."""
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+    except OSError:
+        return False
+    return True
 
 
 if __name__ == "__main__":
