@@ -222,8 +222,8 @@ def iter_stored_chunks(
     try:
         with contextlib.ExitStack() as stack:
             rows_f = stack.enter_context((workdir / ROWS).open("rb"))
-            files = sorted({manifest.lane_file(workdir, i) for i in range(len(plan.lanes))})
-            ins = {path: stack.enter_context(path.open("rb")) for path in files}  # one reader per file
+            paths = [manifest.lane_file(workdir, i) for i in range(len(plan.lanes))]
+            ins = {path: stack.enter_context(path.open("rb")) for path in sorted(set(paths))}  # one reader per file
             outs = [
                 stack.enter_context(part_output(workdir, k).open("rb")) if count else None
                 for k, count in enumerate(arrays)
@@ -231,7 +231,7 @@ def iter_stored_chunks(
             for index in range(manifest.chunks):
                 ids, id_offsets, timestamps, out_src, out_lane, out_pos = read_arrays(rows_f, 6)
                 read = {path: read_lane_work(f) for path, f in ins.items()}
-                works = tuple(read[manifest.lane_file(workdir, i)] for i in range(len(plan.lanes)))
+                works = tuple(read[path] for path in paths)
                 outputs = [
                     tuple(read_arrays(f, count)) if f is not None else () for f, count in zip(outs, arrays, strict=True)
                 ]
