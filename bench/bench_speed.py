@@ -17,16 +17,19 @@
 5. Fan-out: two lanes in one process against one lane, blocks replayed per second summed over
    lanes (each lane's own count, from the printed summary). Target: >= 1.7x, for two lanes that
    each replay the whole trace (--ttl-seconds 0,N with N longer than the trace: the second lane
-   expires nothing, so it does the first one's work plus its TTL bookkeeping). Also printed:
-   --block-sizes 512,1024, whose 1024-token lane replays about half the blocks: that run does the
-   one-lane run's work and more on the same cores, so it stays below 1.5x by construction (no
-   target); the cores one lane's replay keeps busy (its CPU seconds over its wall seconds), and
-   the ceiling that leaves two lanes if every stage doubled (cores / that; the parse is shared,
-   so two whole lanes may pass it); and two reference loops run at once in two processes against
-   one: what the machine's cores give two independent jobs of this kind (on the 2-vCPU VMs of
-   this project 1.32-1.93x over 20 M keys across runs, whose tables live in memory, against 2.0x over 300 K
-   keys, whose tables fit in the caches; a busy loop on one vCPU slowed the lane core on the
-   other by a third).
+   expires nothing). Such lanes see the same requests and differ only in TTL, so in process they
+   share one lane core, a TTL view each (litehit.replay.lanes.SharedLanes): one key map and one
+   LRU order for both, the second lane's own work being its TTL bookkeeping and its facts rows.
+   Also printed: --block-sizes 512,1024, lanes that cannot share a core, whose 1024-token lane
+   replays about half the blocks: that run does the one-lane run's work and more on the same
+   cores, so it stays below 1.5x by construction (no target); the cores one lane's replay keeps
+   busy (its CPU seconds over its wall seconds), and the ceiling that leaves two lanes that do
+   not share a core if every stage doubled (cores / that; the parse is shared, so two such
+   lanes may pass it); and two reference loops run at once in two processes against one: what
+   the machine's cores give two independent jobs of this kind (on the 2-vCPU VMs of this
+   project 1.32-1.93x over 20 M keys across runs, whose tables live in memory, against 2.0x over
+   300 K keys, whose tables fit in the caches; a busy loop on one vCPU slowed the lane core on
+   the other by a third).
 6. Fan-out on the service (bench_fanout_service.py's measurement over this trace): a local stack
    (uvicorn + a Celery worker, PostgreSQL and Redis on 127.0.0.1, a free port) with one worker
    process replays one lane, then with two it replays two lanes that see the same blocks; submit
@@ -230,7 +233,7 @@ def main() -> None:
         busy = cpu["replay"] / replay_s
         table.row(
             f"one lane's replay keeps {busy:.2f} of the {os.cpu_count()} cores busy (CPU s / wall s)",
-            f"ceiling {(os.cpu_count() or 1) / busy:.2f}x",
+            f"ceiling {(os.cpu_count() or 1) / busy:.2f}x for two lanes not sharing a core",
             "",
             None,
             None,

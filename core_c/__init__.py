@@ -1,6 +1,7 @@
 """core_c: the LiteHit C engine behind a small typed Python API.
 
-- ``Lane``: the capacity-independent lane core (exact LRU order, prefix hits, optional TTL).
+- ``Lane``: the capacity-independent lane core (exact LRU order, prefix hits, optional TTL);
+  ``LaneViews``: one lane replayed for several TTLs at once.
 - ``prefix_hash`` / ``prefix_hash_next`` / ``normalize`` / ``normalize_batch``: preprocessing.
 - ``project_blocks`` / ``project_bytes`` / ``project_infinite``: the only capacity -> hits code.
 - ``PolicySim``: a fixed-capacity cache under an eviction policy (what-if; not a facts producer).
@@ -18,7 +19,7 @@ from core_c.errors import (
     CoreRangeError,
 )
 from core_c.evidence import EvidenceSet, EvidenceStats
-from core_c.lane import CUT_COLD, CUT_EXPIRED, CUT_NONE, BatchFacts, HitCurve, Lane, LaneStats
+from core_c.lane import CUT_COLD, CUT_EXPIRED, CUT_NONE, MAX_VIEWS, BatchFacts, HitCurve, Lane, LaneStats, LaneViews
 from core_c.policy import POLICIES, PolicySim, PolicySimStats
 from core_c.preprocess import (
     NormalizedBatch,
@@ -35,6 +36,7 @@ __all__ = [
     "CUT_COLD",
     "CUT_EXPIRED",
     "CUT_NONE",
+    "MAX_VIEWS",
     "POLICIES",
     "STATUS_ERRORS",
     "BatchFacts",
@@ -48,6 +50,7 @@ __all__ = [
     "HitCurve",
     "Lane",
     "LaneStats",
+    "LaneViews",
     "NormalizedBatch",
     "NormalizedRequest",
     "PolicySim",

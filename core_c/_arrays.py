@@ -47,3 +47,23 @@ def copied(pointer: Any, count: int, dtype: Any) -> Any:
     if count == 0:
         return np.empty(0, dtype=dtype)
     return np.frombuffer(ffi.buffer(pointer, count * np.dtype(dtype).itemsize), dtype=dtype).copy()
+
+
+def batch_args(
+    keys: Int64Array, offsets: Int64Array, timestamps: Int64Array | None, *, timed: bool
+) -> tuple[Int64Array, Int64Array, Int64Array | None, int, int]:
+    """A batch's arrays as the C core takes them, its request count and the curve room it needs."""
+    keys = as_int64(keys)
+    offsets = as_int64(offsets)
+    n = len(offsets) - 1
+    if n < 0:
+        raise ValueError("offsets needs at least one entry")
+    ts = None
+    if timestamps is not None:
+        ts = as_int64(timestamps)
+        if len(ts) != n:
+            raise ValueError("timestamps must have one entry per request")
+    elif timed and n:
+        raise ValueError("a TTL lane needs timestamps")
+    room = len(keys) - int(offsets[0]) if n else 0  # the C core checks the offsets (lh_batch.h)
+    return keys, offsets, ts, n, max(room, 0)

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from core_c._arrays import Int64Array, as_int64, ptr
+from core_c._arrays import Int64Array, as_int64, batch_args, ptr
 from core_c._core import ffi, lib
 from core_c._handle import CHandle
 from core_c.errors import new_error_buffer, raise_for_status
@@ -107,19 +107,8 @@ class HybridLane(CHandle):
         On failure raises CoreError with ``index`` = the failing request and ``partial`` = the
         facts of the requests before it (committed); the failing one changed nothing."""
         handle = self._handle()
-        keys, offsets = as_int64(keys), as_int64(offsets)
-        n = len(offsets) - 1
-        if n < 0:
-            raise ValueError("offsets needs at least one entry")
-        ts = None
-        if timestamps is not None:
-            ts = as_int64(timestamps)
-            if len(ts) != n:
-                raise ValueError("timestamps must have one entry per request")
-        elif self.ttl_ns > 0 and n:
-            raise ValueError("a TTL lane needs timestamps")
-        room = len(keys) - int(offsets[0]) if n else 0  # the C core checks the offsets (lh_batch.h)
-        points = np.empty((max(room, 0), 2), dtype=np.uint64)
+        keys, offsets, ts, n, room = batch_args(keys, offsets, timestamps, timed=self.ttl_ns > 0)
+        points = np.empty((room, 2), dtype=np.uint64)
         point_offsets = np.zeros(n + 1, dtype=np.int64)
         n_done = ffi.new("size_t *")
         err = new_error_buffer()

@@ -15,25 +15,36 @@ by leaving the ``with`` block, or at the latest when the object is garbage colle
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from core_c._arrays import Int64Array, as_int64, ptr
+from core_c._arrays import Int64Array, as_int64, batch_args, ptr
 from core_c._core import ffi, lib
 from core_c._handle import CHandle
 from core_c.errors import new_error_buffer, raise_for_status
 
-__all__ = ["CUT_COLD", "CUT_EXPIRED", "CUT_NONE", "BatchFacts", "HitCurve", "Lane", "LaneStats"]
+__all__ = [
+    "CUT_COLD",
+    "CUT_EXPIRED",
+    "CUT_NONE",
+    "MAX_VIEWS",
+    "BatchFacts",
+    "HitCurve",
+    "Lane",
+    "LaneStats",
+    "LaneViews",
+]
 
 HitCurve = tuple[tuple[int, int], ...]
 
 CUT_NONE = int(lib.LH_CUT_NONE)
 CUT_COLD = int(lib.LH_CUT_COLD)
 CUT_EXPIRED = int(lib.LH_CUT_EXPIRED)
+MAX_VIEWS = int(lib.LH_LANE_MAX_VIEWS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,20 +119,8 @@ class Lane(CHandle):
         facts of the requests before it (which are committed); the failing one changed nothing.
         """
         handle = self._handle()
-        keys = as_int64(keys)
-        offsets = as_int64(offsets)
-        n = len(offsets) - 1
-        if n < 0:
-            raise ValueError("offsets needs at least one entry")
-        ts = None
-        if timestamps is not None:
-            ts = as_int64(timestamps)
-            if len(ts) != n:
-                raise ValueError("timestamps must have one entry per request")
-        elif self.ttl_ns > 0 and n:
-            raise ValueError("a TTL lane needs timestamps")
-        room = len(keys) - int(offsets[0]) if n else 0  # the C core checks the offsets (lh_batch.h)
-        segments = np.empty((max(room, 0), 2), dtype=np.int64)
+        keys, offsets, ts, n, room = batch_args(keys, offsets, timestamps, timed=self.ttl_ns > 0)
+        segments = np.empty((room, 2), dtype=np.int64)
         seg_offsets = np.zeros(n + 1, dtype=np.int64)
         cuts = np.zeros(n, dtype=np.uint8)
         ids = np.zeros(len(keys), dtype=np.uint32) if self.key_ids else None  # indexed as keys
@@ -158,9 +157,7 @@ class Lane(CHandle):
     # -- observability --------------------------------------------------------------------
 
     def stats(self) -> LaneStats:
-        raw = ffi.new("lh_lane_stats *")
-        lib.lh_lane_get_stats(self._handle(), raw)
-        return LaneStats(**{f: int(getattr(raw, f)) for f in LaneStats.__slots__})
+        return _view_stats(self._handle(), 0)
 
     @property
     def unique_blocks(self) -> int:
@@ -179,5 +176,89 @@ class Lane(CHandle):
 
     def check(self) -> None:
         """Verifies internal invariants (tests); raises CoreInvalidArgument on a violation."""
+        _check(self._handle())
+
+
+class LaneViews(CHandle):
+    """One lane replayed for several TTLs at once (``ttls_ns``, 0 = never expires; at most
+    MAX_VIEWS): view v's facts are exactly those of ``Lane(ttls_ns[v])`` over the same requests,
+    from one key map and one LRU order (expiry follows recency, so every TTL sees the same reuse
+    distances and only cuts the prefix at its own first expired block). ``keep_expired`` as for
+    Lane; with it, every view's cut reasons are exact."""
+
+    def __init__(self, ttls_ns: Sequence[int], *, keep_expired: bool = False) -> None:
+        self.ttls_ns = tuple(int(t) for t in ttls_ns)
+        out = ffi.new("lh_lane **")
         err = new_error_buffer()
-        raise_for_status(lib.lh_lane_check(self._handle(), err, lib.LH_ERR_LEN), err)
+        ttls = np.array(self.ttls_ns, dtype=np.int64)
+        flags = lib.LH_LANE_KEEP_EXPIRED if keep_expired else 0
+        raise_for_status(
+            lib.lh_lane_create_views(out, ptr("int64_t[]", ttls), len(ttls), flags, err, lib.LH_ERR_LEN), err
+        )
+        self._own(out[0], lib.lh_lane_destroy)
+
+    def process_batch(
+        self, keys: Int64Array, offsets: Int64Array, timestamps: Int64Array | None = None
+    ) -> list[BatchFacts]:
+        """Replays requests keys[offsets[i]:offsets[i+1]] (timestamps[i]) in order; the facts of
+        each view, in view order. On failure raises CoreError as Lane.process_batch, its
+        ``partial`` the list of each view's facts before the failing request."""
+        handle = self._handle()
+        keys, offsets, ts, n, room = batch_args(keys, offsets, timestamps, timed=any(t > 0 for t in self.ttls_ns))
+        views = len(self.ttls_ns)
+        segments = [np.empty((room, 2), dtype=np.int64) for _ in range(views)]
+        seg_offsets = [np.zeros(n + 1, dtype=np.int64) for _ in range(views)]
+        cuts = [np.zeros(n, dtype=np.uint8) for _ in range(views)]
+        outs = ffi.new("lh_lane_view_out[]", views)
+        for v in range(views):
+            outs[v].segs = ptr("int64_t[]", segments[v])
+            outs[v].seg_offsets = ptr("int64_t[]", seg_offsets[v])
+            outs[v].cuts = ptr("uint8_t[]", cuts[v])
+        n_done = ffi.new("size_t *")
+        err = new_error_buffer()
+        status = lib.lh_lane_process_views(
+            handle,
+            ptr("int64_t[]", keys),
+            len(keys),
+            ptr("int64_t[]", offsets),
+            ffi.NULL if ts is None else ptr("int64_t[]", ts),
+            n,
+            outs,
+            views,
+            n_done,
+            err,
+            lib.LH_ERR_LEN,
+        )
+        done = int(n_done[0])
+        facts = [
+            BatchFacts(segs[: offs[done]], offs[: done + 1], cut[:done])
+            for segs, offs, cut in zip(segments, seg_offsets, cuts, strict=True)
+        ]
+        raise_for_status(status, err, index=done, partial=facts)
+        return facts
+
+    def advance_time(self, now_ns: int) -> None:
+        """Moves the TTL clock to now_ns without a request, in every view."""
+        lib.lh_lane_advance_time(self._handle(), now_ns)
+
+    def stats(self, view: int = 0) -> LaneStats:
+        """What view `view` holds (unique_blocks, epochs, expired_blocks); the other fields,
+        memory_bytes included, are the whole lane's, shared by its views."""
+        if not 0 <= view < len(self.ttls_ns):
+            raise IndexError(f"view {view} of a lane of {len(self.ttls_ns)} views")
+        return _view_stats(self._handle(), view)
+
+    def check(self) -> None:
+        """Verifies internal invariants (tests); raises CoreInvalidArgument on a violation."""
+        _check(self._handle())
+
+
+def _view_stats(handle: Any, view: int) -> LaneStats:
+    raw = ffi.new("lh_lane_stats *")
+    lib.lh_lane_get_view_stats(handle, view, raw)
+    return LaneStats(**{f: int(getattr(raw, f)) for f in LaneStats.__slots__})
+
+
+def _check(handle: Any) -> None:
+    err = new_error_buffer()
+    raise_for_status(lib.lh_lane_check(handle, err, lib.LH_ERR_LEN), err)

@@ -43,6 +43,24 @@ typedef struct lh_lane lh_lane;
 #define LH_LANE_KEEP_EXPIRED 1u
 #define LH_LANE_KEY_IDS 2u
 
+/* TTL views: one lane can replay its requests for several TTLs at once (lh_lane_create_views).
+ * Expiry follows recency (a block expires iff now - last access >= ttl, and the LRU order is the
+ * order of last accesses), so every TTL sees the same order and the same reuse distances: a view
+ * differs only in where it cuts each request's prefix, at its first block older than its TTL.
+ * The views share the key map and the rank structure; each has its own epochs and watermark.
+ * Each view's facts are exactly those of a lane of its own TTL. Cut reasons are exact in every
+ * view with LH_LANE_KEEP_EXPIRED; without it, a key expired in every view may be forgotten and
+ * then cut as cold (as in a lane of one TTL). */
+#define LH_LANE_MAX_VIEWS 16
+
+/* One view's outputs of lh_lane_process_views (as lh_lane_process_batch's segs, seg_offsets and
+ * cuts; cuts may be NULL). */
+typedef struct lh_lane_view_out {
+  int64_t *segs;
+  int64_t *seg_offsets;
+  uint8_t *cuts;
+} lh_lane_view_out;
+
 typedef struct lh_lane_stats {
   uint64_t unique_blocks;  /* alive tracked blocks (expired ones excluded) */
   uint64_t tracked_keys;   /* map entries, including expired keys not yet reclaimed */
@@ -59,6 +77,12 @@ typedef struct lh_lane_stats {
 /* Creates an empty lane. ttl_ns == 0 is pure LRU (timestamps ignored); ttl_ns < 0 is rejected.
  * On success *out owns the lane; release it with lh_lane_destroy. */
 int lh_lane_create(lh_lane **out, int64_t ttl_ns, unsigned flags, char *err, size_t errlen);
+
+/* Creates an empty lane of n_views TTL views (1 .. LH_LANE_MAX_VIEWS), view v expiring at
+ * ttls_ns[v] (0: never; negative is rejected). A lane of more than one view takes no
+ * LH_LANE_KEY_IDS. lh_lane_create(ttl) is lh_lane_create_views of that one TTL. */
+int lh_lane_create_views(lh_lane **out, const int64_t *ttls_ns, size_t n_views, unsigned flags, char *err,
+                         size_t errlen);
 
 /* Releases a lane and all its memory. NULL is a no-op. */
 void lh_lane_destroy(lh_lane *lane);
@@ -83,11 +107,27 @@ int lh_lane_process_batch(lh_lane *lane, const int64_t *keys, size_t n_keys, con
                           const int64_t *timestamps, size_t n_req, int64_t *segs, int64_t *seg_offsets, uint8_t *cuts,
                           uint32_t *key_ids, size_t *n_done, char *err, size_t errlen);
 
-/* Advances the TTL clock to now_ns without a request (expires blocks). No-op without TTL. */
+/* lh_lane_process_batch for every view of a lane: outs[v] (n_outs == the lane's views) receives
+ * view v's facts, each as lh_lane_process_batch writes them. A lane of one view takes either
+ * function; a lane of several views only this one (LH_EINVAL). Timestamps are required as soon as
+ * one view has a TTL. */
+int lh_lane_process_views(lh_lane *lane, const int64_t *keys, size_t n_keys, const int64_t *offsets,
+                          const int64_t *timestamps, size_t n_req, const lh_lane_view_out *outs, size_t n_outs,
+                          size_t *n_done, char *err, size_t errlen);
+
+/* The lane's TTL views. */
+size_t lh_lane_views(const lh_lane *lane);
+
+/* Advances the TTL clock to now_ns without a request (expires blocks in every view). No-op
+ * without TTL. */
 void lh_lane_advance_time(lh_lane *lane, int64_t now_ns);
 
-/* Fills *stats. Cannot fail. */
+/* Fills *stats (of view 0). Cannot fail. */
 void lh_lane_get_stats(const lh_lane *lane, lh_lane_stats *stats);
+
+/* Fills *stats as seen by one view (an index out of range: view 0): unique_blocks, epochs and
+ * expired_blocks are the view's; the rest, memory_bytes included, the whole lane's. */
+void lh_lane_get_view_stats(const lh_lane *lane, size_t view, lh_lane_stats *stats);
 
 /* Checks internal invariants (for tests): returns LH_OK or LH_EINVAL with a description. */
 int lh_lane_check(const lh_lane *lane, char *err, size_t errlen);

@@ -39,9 +39,31 @@
 #define MAP_LOAD_PERCENT 80
 #define MAX_KEY_ID ((size_t)UINT32_MAX - 1) /* keys a numbering lane holds (numbers 0 .. MAX_KEY_ID - 1) */
 
+/* One TTL over the lane's order: its own epochs and watermark. */
+typedef struct lane_view {
+  int64_t ttl_ns; /* 0: never expires */
+  uint64_t *ep_start;
+  int64_t *ep_ts;
+  size_t ep_head, ep_len, ep_cap;
+  uint64_t watermark; /* positions below are expired in this view; 0 = none */
+  uint64_t expired_total;
+} lane_view;
+
+/* Where one view's facts of the current request go. */
+typedef struct view_dest {
+  int64_t *segs;
+  size_t nseg;
+  uint8_t cut;
+} view_dest;
+
 struct lh_lane {
-  int64_t ttl_ns;
   unsigned flags;
+  /* TTL views: the lane's order is shared, each view expires it at its own TTL; `perm` expires
+   * least (TTL 0, else the longest), so its watermark is the lowest: it decides what the lane
+   * evaluates, keeps and reclaims */
+  lane_view views[LH_LANE_MAX_VIEWS];
+  size_t n_views, perm;
+  int timed; /* some view has a TTL */
   /* key -> position map */
   lh_keymap map;
   /* rank structure over positions 0 .. pos_cap-1 (position 0 is never used) */
@@ -49,15 +71,9 @@ struct lh_lane {
   int32_t *fen; /* Fenwick tree over superblocks, 1-based, nsb entries */
   uint64_t pos_cap;
   uint64_t nsb;
-  uint64_t top;     /* highest allocated position */
-  uint64_t markers; /* set bits = tracked keys with a position */
-  /* TTL */
-  uint64_t *ep_start;
-  int64_t *ep_ts;
-  size_t ep_head, ep_len, ep_cap;
-  uint64_t watermark;    /* positions below are expired; 0 = none */
-  uint64_t dead_markers; /* markers below the watermark, not yet compacted */
-  uint64_t expired_total;
+  uint64_t top;          /* highest allocated position */
+  uint64_t markers;      /* set bits = tracked keys with a position */
+  uint64_t dead_markers; /* markers below perm's watermark, not yet compacted */
   int64_t now;
   int has_now;
   /* per-request scratch, sized for the largest request so far */
@@ -172,26 +188,38 @@ static inline int is_expired(int64_t ts, int64_t now, int64_t ttl) {
   return now >= ts && (uint64_t)now - (uint64_t)ts >= (uint64_t)ttl;
 }
 
-static void advance_watermark(lh_lane *L, int64_t now) {
+/* Pops the view's epochs that have expired at `now`; the markers its watermark passes expire. */
+static void advance_watermark(lh_lane *L, lane_view *V, int64_t now) {
   int popped = 0;
-  while (L->ep_len > 0 && is_expired(L->ep_ts[L->ep_head], now, L->ttl_ns)) {
-    L->ep_head = (L->ep_head + 1) % L->ep_cap;
-    L->ep_len--;
+  while (V->ep_len > 0 && is_expired(V->ep_ts[V->ep_head], now, V->ttl_ns)) {
+    V->ep_head = (V->ep_head + 1) % V->ep_cap;
+    V->ep_len--;
     popped = 1;
   }
   if (!popped) return;
-  uint64_t old_wm = L->watermark;
-  uint64_t new_wm = L->ep_len > 0 ? L->ep_start[L->ep_head] : L->top + 1;
+  uint64_t old_wm = V->watermark;
+  uint64_t new_wm = V->ep_len > 0 ? V->ep_start[V->ep_head] : L->top + 1;
   if (new_wm <= old_wm) return;
   uint64_t swept = rank_upto(L, new_wm - 1) - (old_wm > 1 ? rank_upto(L, old_wm - 1) : 0);
-  L->expired_total += swept;
-  L->dead_markers += swept;
-  L->watermark = new_wm;
+  V->expired_total += swept;
+  if (V == &L->views[L->perm]) L->dead_markers += swept;
+  V->watermark = new_wm;
 }
 
-static int reserve_epoch(lh_lane *L, char *err, size_t errlen) {
-  if (L->ep_len < L->ep_cap) return LH_OK;
-  size_t cap = L->ep_cap ? L->ep_cap * 2 : 64;
+/* Moves the clock to `now` (never backwards) and every timed view's watermark with it. */
+static int64_t advance_clock(lh_lane *L, int64_t now) {
+  if (L->has_now && now < L->now) now = L->now;
+  L->now = now;
+  L->has_now = 1;
+  for (size_t v = 0; v < L->n_views; v++) {
+    if (L->views[v].ttl_ns > 0) advance_watermark(L, &L->views[v], now);
+  }
+  return now;
+}
+
+static int reserve_epoch(lane_view *V, char *err, size_t errlen) {
+  if (V->ep_len < V->ep_cap) return LH_OK;
+  size_t cap = V->ep_cap ? V->ep_cap * 2 : 64;
   uint64_t *start = malloc(cap * sizeof(uint64_t));
   int64_t *ts = malloc(cap * sizeof(int64_t));
   if (start == NULL || ts == NULL) {
@@ -199,36 +227,36 @@ static int reserve_epoch(lh_lane *L, char *err, size_t errlen) {
     free(ts);
     return lh_fail(err, errlen, LH_ENOMEM, "out of memory growing TTL epochs");
   }
-  for (size_t j = 0; j < L->ep_len; j++) {
-    size_t at = (L->ep_head + j) % L->ep_cap;
-    start[j] = L->ep_start[at];
-    ts[j] = L->ep_ts[at];
+  for (size_t j = 0; j < V->ep_len; j++) {
+    size_t at = (V->ep_head + j) % V->ep_cap;
+    start[j] = V->ep_start[at];
+    ts[j] = V->ep_ts[at];
   }
-  free(L->ep_start);
-  free(L->ep_ts);
-  L->ep_start = start;
-  L->ep_ts = ts;
-  L->ep_head = 0;
-  L->ep_cap = cap;
+  free(V->ep_start);
+  free(V->ep_ts);
+  V->ep_start = start;
+  V->ep_ts = ts;
+  V->ep_head = 0;
+  V->ep_cap = cap;
   return LH_OK;
 }
 
-static void push_epoch(lh_lane *L, uint64_t start, int64_t now) {
-  if (L->ep_len > 0) {
-    size_t back = (L->ep_head + L->ep_len - 1) % L->ep_cap;
-    if (L->ep_ts[back] == now) return; /* the new positions join the last epoch */
+static void push_epoch(lane_view *V, uint64_t start, int64_t now) {
+  if (V->ep_len > 0) {
+    size_t back = (V->ep_head + V->ep_len - 1) % V->ep_cap;
+    if (V->ep_ts[back] == now) return; /* the new positions join the last epoch */
   }
-  size_t at = (L->ep_head + L->ep_len) % L->ep_cap;
-  L->ep_start[at] = start;
-  L->ep_ts[at] = now;
-  L->ep_len++;
+  size_t at = (V->ep_head + V->ep_len) % V->ep_cap;
+  V->ep_start[at] = start;
+  V->ep_ts[at] = now;
+  V->ep_len++;
 }
 
 /* ---- compaction -------------------------------------------------------------------------- */
 
-/* Renumbers live markers 1..A in order, drops (or, with KEEP_EXPIRED, marks dead) expired keys,
- * remaps epochs and the watermark. Results never change. On allocation failure nothing
- * changes and LH_ENOMEM is returned. */
+/* Renumbers live markers 1..A in order, drops (or, with KEEP_EXPIRED, marks dead) keys expired
+ * in every view (below perm's watermark), remaps epochs and watermarks. Results never change. On allocation failure
+ * nothing changes and LH_ENOMEM is returned. */
 static int compact(lh_lane *L) {
   uint64_t alive = L->markers - L->dead_markers;
   int rebuild_map = L->dead_markers > 0 && !(L->flags & (LH_LANE_KEEP_EXPIRED | LH_LANE_KEY_IDS));
@@ -243,7 +271,7 @@ static int compact(lh_lane *L) {
       return LH_ENOMEM;
     }
   }
-  uint64_t wm = L->watermark;
+  uint64_t wm = L->views[L->perm].watermark;
   /* Expired markers go first, so that ranks count survivors only. */
   if (wm > 1) {
     uint64_t w_end = (wm - 1) >> 6;
@@ -274,27 +302,31 @@ static int compact(lh_lane *L) {
     lh_keymap_free(&L->map);
     L->map = new_map;
   }
-  /* Epoch starts S -> 1 + survivors below S; epochs sharing a start keep the later time. */
-  size_t kept = 0;
-  for (size_t j = 0; j < L->ep_len; j++) {
-    size_t at = (L->ep_head + j) % L->ep_cap;
-    uint64_t ns = 1 + RANK(L->ep_start[at] - 1);
-    int64_t ts = L->ep_ts[at];
-    if (kept > 0) {
-      size_t prev = (L->ep_head + kept - 1) % L->ep_cap;
-      if (L->ep_start[prev] == ns) {
-        L->ep_ts[prev] = ts;
-        continue;
+  /* Epoch starts S -> 1 + survivors below S; epochs sharing a start keep the later time. A
+   * view expiring more than perm keeps its watermark above the survivors it has expired. */
+  for (size_t v = 0; v < L->n_views; v++) {
+    lane_view *V = &L->views[v];
+    size_t kept = 0;
+    for (size_t j = 0; j < V->ep_len; j++) {
+      size_t at = (V->ep_head + j) % V->ep_cap;
+      uint64_t ns = 1 + RANK(V->ep_start[at] - 1);
+      int64_t ts = V->ep_ts[at];
+      if (kept > 0) {
+        size_t prev = (V->ep_head + kept - 1) % V->ep_cap;
+        if (V->ep_start[prev] == ns) {
+          V->ep_ts[prev] = ts;
+          continue;
+        }
       }
+      size_t out = (V->ep_head + kept) % V->ep_cap;
+      V->ep_start[out] = ns;
+      V->ep_ts[out] = ts;
+      kept++;
     }
-    size_t out = (L->ep_head + kept) % L->ep_cap;
-    L->ep_start[out] = ns;
-    L->ep_ts[out] = ts;
-    kept++;
+    V->ep_len = kept;
+    if (V->watermark > 0) V->watermark = v == L->perm ? 1 : 1 + RANK(V->watermark - 1);
   }
-  L->ep_len = kept;
 #undef RANK
-  if (wm > 0) L->watermark = 1;
   free(cum);
   /* Survivors now sit at positions 1..alive. */
   memset(L->bits, 0, (size_t)nwords * sizeof(uint64_t));
@@ -333,32 +365,55 @@ static int should_compact(const lh_lane *L) {
 
 /* ---- lifecycle --------------------------------------------------------------------------- */
 
-static void init_map(lh_lane *L) {
+/* Sets the views (ttls checked) and the key map's shape of a lane cleared to zero. */
+static void init_lane(lh_lane *L, const int64_t *ttls_ns, size_t n_views, unsigned flags) {
+  L->flags = flags;
+  L->n_views = n_views;
+  for (size_t v = 0; v < n_views; v++) {
+    L->views[v].ttl_ns = ttls_ns[v];
+    if (ttls_ns[v] > 0) L->timed = 1;
+    int64_t best = L->views[L->perm].ttl_ns;
+    if (best != 0 && (ttls_ns[v] == 0 || ttls_ns[v] > best)) L->perm = v;
+  }
   L->map.max_load_percent = MAP_LOAD_PERCENT;
-  L->map.slot_bytes = L->flags & LH_LANE_KEY_IDS ? LH_KEYMAP_WIDE_SLOT : LH_KEYMAP_SLOT;
+  L->map.slot_bytes = flags & LH_LANE_KEY_IDS ? LH_KEYMAP_WIDE_SLOT : LH_KEYMAP_SLOT;
 }
 
-int lh_lane_create(lh_lane **out, int64_t ttl_ns, unsigned flags, char *err, size_t errlen) {
+int lh_lane_create_views(lh_lane **out, const int64_t *ttls_ns, size_t n_views, unsigned flags, char *err,
+                         size_t errlen) {
   if (out == NULL) return lh_fail(err, errlen, LH_EINVAL, "lane output pointer is NULL");
-  if (ttl_ns < 0) return lh_fail(err, errlen, LH_EINVAL, "ttl_ns must not be negative");
+  if (n_views < 1 || n_views > LH_LANE_MAX_VIEWS) {
+    return lh_fail(err, errlen, LH_EINVAL, "a lane has 1 to %d TTL views, not %zu", LH_LANE_MAX_VIEWS, n_views);
+  }
+  if (ttls_ns == NULL) return lh_fail(err, errlen, LH_EINVAL, "ttls_ns is NULL");
+  for (size_t v = 0; v < n_views; v++) {
+    if (ttls_ns[v] < 0) return lh_fail(err, errlen, LH_EINVAL, "ttl_ns must not be negative (view %zu)", v);
+  }
   if (flags & ~(LH_LANE_KEEP_EXPIRED | LH_LANE_KEY_IDS)) {
     return lh_fail(err, errlen, LH_EINVAL, "unknown lane flags 0x%x", flags);
   }
+  if ((flags & LH_LANE_KEY_IDS) && n_views > 1) {
+    return lh_fail(err, errlen, LH_EINVAL, "a lane that numbers its keys has one view");
+  }
   lh_lane *L = calloc(1, sizeof(lh_lane));
   if (L == NULL) return lh_fail(err, errlen, LH_ENOMEM, "out of memory creating a lane");
-  L->ttl_ns = ttl_ns;
-  L->flags = flags;
-  init_map(L);
+  init_lane(L, ttls_ns, n_views, flags);
   *out = L;
   return LH_OK;
+}
+
+int lh_lane_create(lh_lane **out, int64_t ttl_ns, unsigned flags, char *err, size_t errlen) {
+  return lh_lane_create_views(out, &ttl_ns, 1, flags, err, errlen);
 }
 
 static void release_state(lh_lane *L) {
   lh_keymap_free(&L->map);
   free(L->bits);
   free(L->fen);
-  free(L->ep_start);
-  free(L->ep_ts);
+  for (size_t v = 0; v < L->n_views; v++) {
+    free(L->views[v].ep_start);
+    free(L->views[v].ep_ts);
+  }
   free(L->s_ref);
   free(L->s_snap);
   free(L->s_first);
@@ -371,13 +426,13 @@ void lh_lane_destroy(lh_lane *lane) {
 }
 
 void lh_lane_reset(lh_lane *lane) {
-  int64_t ttl = lane->ttl_ns;
+  int64_t ttls[LH_LANE_MAX_VIEWS];
+  size_t n_views = lane->n_views;
   unsigned flags = lane->flags;
+  for (size_t v = 0; v < n_views; v++) ttls[v] = lane->views[v].ttl_ns;
   release_state(lane);
   memset(lane, 0, sizeof(*lane));
-  lane->ttl_ns = ttl;
-  lane->flags = flags;
-  init_map(lane);
+  init_lane(lane, ttls, n_views, flags);
 }
 
 /* ---- processing -------------------------------------------------------------------------- */
@@ -427,8 +482,10 @@ static int reserve(lh_lane *L, size_t n, char *err, size_t errlen) {
   }
   int st = grow_positions(L, L->top + n, err, errlen);
   if (st != LH_OK) return st;
-  if (L->ttl_ns > 0) return reserve_epoch(L, err, errlen);
-  return LH_OK;
+  for (size_t v = 0; v < L->n_views && st == LH_OK; v++) {
+    if (L->views[v].ttl_ns > 0) st = reserve_epoch(&L->views[v], err, errlen);
+  }
+  return st;
 }
 
 #if defined(__GNUC__)
@@ -437,31 +494,61 @@ static int reserve(lh_lane *L, size_t n, char *err, size_t errlen) {
 #define ALWAYS_INLINE inline
 #endif
 
-/* One request: see lh_lane.h. segs has room for 2 * n values; ids (NULL, or n entries: a
- * numbering lane's) receives each block's key number. w is the map's slot width, a constant at
- * each call, so the per-block code is compiled for each width. */
-static ALWAYS_INLINE int process_one_w(lh_lane *L, const int64_t *keys, size_t n, int64_t now, int64_t *segs,
-                                       size_t *nseg_out, uint8_t *cut_out, uint32_t *ids, const size_t w, char *err,
-                                       size_t errlen) {
+/* The other views' facts of a request, from perm's (dest[perm]: n_eval blocks evaluated): a view
+ * that expires more cuts the prefix at its first evaluated block below its watermark, so its curve
+ * is perm's up to there (snap: the blocks' snapshot positions). */
+static void cut_views(const lh_lane *L, const uint32_t *snap, size_t n_eval, view_dest *dest) {
+  const view_dest *p = &dest[L->perm];
+  const uint64_t wm_perm = L->views[L->perm].watermark;
+  for (size_t v = 0; v < L->n_views; v++) {
+    if (v == L->perm) continue;
+    const uint64_t wm = L->views[v].watermark;
+    size_t k = n_eval;
+    view_dest *d = &dest[v];
+    d->cut = p->cut;
+    if (wm > wm_perm) {
+      for (size_t i = 0; i < n_eval; i++) {
+        if (snap[i] < wm) {
+          k = i;
+          d->cut = LH_CUT_EXPIRED;
+          break;
+        }
+      }
+    }
+    size_t nseg = 0, covered = 0;
+    for (; nseg < p->nseg && covered < k; nseg++) {
+      int64_t run = p->segs[2 * nseg + 1];
+      if ((size_t)run > k - covered) run = (int64_t)(k - covered);
+      d->segs[2 * nseg] = p->segs[2 * nseg];
+      d->segs[2 * nseg + 1] = run;
+      covered += (size_t)run;
+    }
+    d->nseg = nseg;
+  }
+}
+
+/* One request: see lh_lane.h. dest[v] receives view v's curve (room for 2 * n values) and cut;
+ * ids (NULL, or n entries: a numbering lane's) receives each block's key number. w is the map's
+ * slot width, a constant at each call, so the per-block code is compiled for each width. */
+static ALWAYS_INLINE int process_one_w(lh_lane *L, const int64_t *keys, size_t n, int64_t now, view_dest *dest,
+                                       uint32_t *ids, const size_t w, char *err, size_t errlen) {
   int st = reserve(L, n, err, errlen);
   if (st != LH_OK) return st;
-  if (L->ttl_ns > 0) {
-    if (L->has_now && now < L->now) now = L->now; /* the clock never runs backwards */
-    L->now = now;
-    L->has_now = 1;
-    advance_watermark(L, now);
-  }
+  if (L->timed) now = advance_clock(L, now); /* the clock never runs backwards */
   L->n_requests++;
   L->n_accesses += n;
-  *nseg_out = 0;
-  *cut_out = LH_CUT_NONE;
+  for (size_t v = 0; v < L->n_views; v++) {
+    dest[v].nseg = 0;
+    dest[v].cut = LH_CUT_NONE;
+  }
   if (n == 0) return LH_OK;
+  int64_t *const segs = dest[L->perm].segs;
 
   lh_keymap *const map = &L->map;
   uint64_t *const ref = L->s_ref;
   uint32_t *const snap = L->s_snap;
   uint32_t *const first = L->s_first;
-  const uint64_t wm = L->watermark;
+  const uint64_t wm = L->views[L->perm].watermark;
 
   for (size_t i = 0; i < n; i++) {
     ref[i] = lh_keymap_home(map, keys[i]);
@@ -470,7 +557,7 @@ static ALWAYS_INLINE int process_one_w(lh_lane *L, const int64_t *keys, size_t n
 
   /* Look every key up (inserting absent ones as pending) and evaluate phase 1 on the snapshot:
    * positions and bits are not modified until phase 2. */
-  size_t nseg = 0;
+  size_t nseg = 0, n_eval = n;
   int64_t last_thr = 0, prefix_max = 0;
   uint64_t prev_snap = 0, prev_above = 0;
   int evaluating = 1;
@@ -496,7 +583,8 @@ static ALWAYS_INLINE int process_one_w(lh_lane *L, const int64_t *keys, size_t n
     if (!evaluating) continue;
     if (p_snap == 0 || p_snap == POS_DEAD || p_snap < wm) {
       evaluating = 0;
-      *cut_out = p_snap == 0 ? LH_CUT_COLD : LH_CUT_EXPIRED;
+      n_eval = i;
+      dest[L->perm].cut = p_snap == 0 ? LH_CUT_COLD : LH_CUT_EXPIRED;
       continue;
     }
     /* Markers above this key: incremental from the previous key when close (chains are mostly
@@ -525,10 +613,13 @@ static ALWAYS_INLINE int process_one_w(lh_lane *L, const int64_t *keys, size_t n
     }
     last_thr = thr;
   }
-  *nseg_out = nseg;
+  dest[L->perm].nseg = nseg;
+  if (L->n_views > 1) cut_views(L, snap, n_eval, dest);
 
   /* Phase 2: commit every distinct key from the tail to the head. */
-  if (L->ttl_ns > 0) push_epoch(L, L->top + 1, now);
+  for (size_t v = 0; v < L->n_views; v++) {
+    if (L->views[v].ttl_ns > 0) push_epoch(&L->views[v], L->top + 1, now);
+  }
   uint64_t *const bits = L->bits;
   int32_t *const fen = L->fen;
   const uint64_t nsb = L->nsb;
@@ -570,26 +661,29 @@ static ALWAYS_INLINE int process_one_w(lh_lane *L, const int64_t *keys, size_t n
   return LH_OK;
 }
 
-static int process_one(lh_lane *L, const int64_t *keys, size_t n, int64_t now, int64_t *segs, size_t *nseg_out,
-                       uint8_t *cut_out, uint32_t *ids, char *err, size_t errlen) {
+static int process_one(lh_lane *L, const int64_t *keys, size_t n, int64_t now, view_dest *dest, uint32_t *ids,
+                       char *err, size_t errlen) {
   if (L->map.slot_bytes == LH_KEYMAP_WIDE_SLOT) {
-    return process_one_w(L, keys, n, now, segs, nseg_out, cut_out, ids, LH_KEYMAP_WIDE_SLOT, err, errlen);
+    return process_one_w(L, keys, n, now, dest, ids, LH_KEYMAP_WIDE_SLOT, err, errlen);
   }
-  return process_one_w(L, keys, n, now, segs, nseg_out, cut_out, NULL, LH_KEYMAP_SLOT, err, errlen);
+  return process_one_w(L, keys, n, now, dest, NULL, LH_KEYMAP_SLOT, err, errlen);
 }
 
-int lh_lane_process_batch(lh_lane *lane, const int64_t *keys, size_t n_keys, const int64_t *offsets,
-                          const int64_t *timestamps, size_t n_req, int64_t *segs, int64_t *seg_offsets, uint8_t *cuts,
-                          uint32_t *key_ids, size_t *n_done, char *err, size_t errlen) {
+/* The batch loop of both entry points: outs[v] is view v's output (one per view). */
+static int run_batch(lh_lane *lane, const int64_t *keys, size_t n_keys, const int64_t *offsets,
+                     const int64_t *timestamps, size_t n_req, const lh_lane_view_out *outs, uint32_t *key_ids,
+                     size_t *n_done, char *err, size_t errlen) {
+  const size_t nv = lane->n_views;
+  int64_t written[LH_LANE_MAX_VIEWS] = {0};
+  view_dest dest[LH_LANE_MAX_VIEWS];
   *n_done = 0;
-  seg_offsets[0] = 0;
-  if (lane->ttl_ns > 0 && timestamps == NULL && n_req > 0) {
+  for (size_t v = 0; v < nv; v++) outs[v].seg_offsets[0] = 0;
+  if (lane->timed && timestamps == NULL && n_req > 0) {
     return lh_fail(err, errlen, LH_EINVAL, "a TTL lane needs timestamps");
   }
   if (key_ids != NULL && !(lane->flags & LH_LANE_KEY_IDS)) {
     return lh_fail(err, errlen, LH_EINVAL, "key numbers need a lane created with LH_LANE_KEY_IDS");
   }
-  int64_t written = 0;
   const lh_batch batch = {n_req, offsets, n_keys, NULL, NULL, 0}; /* the TTL clock takes any time (process_one) */
   for (size_t r = 0; r < n_req; r++) {
     int st = lh_batch_check_request(&batch, r, NULL, err, errlen);
@@ -598,44 +692,72 @@ int lh_lane_process_batch(lh_lane *lane, const int64_t *keys, size_t n_keys, con
       return st;
     }
     int64_t lo = offsets[r], hi = offsets[r + 1];
-    size_t nseg = 0;
-    uint8_t cut = LH_CUT_NONE;
-    st = process_one(lane, keys + lo, (size_t)(hi - lo), timestamps ? timestamps[r] : 0, segs + 2 * written, &nseg,
-                     &cut, key_ids != NULL ? key_ids + lo : NULL, err, errlen);
+    for (size_t v = 0; v < nv; v++) dest[v].segs = outs[v].segs + 2 * written[v];
+    st = process_one(lane, keys + lo, (size_t)(hi - lo), timestamps ? timestamps[r] : 0, dest,
+                     key_ids != NULL ? key_ids + lo : NULL, err, errlen);
     if (st != LH_OK) {
       *n_done = r;
       return st;
     }
-    written += (int64_t)nseg;
-    seg_offsets[r + 1] = written;
-    if (cuts != NULL) cuts[r] = cut;
+    for (size_t v = 0; v < nv; v++) {
+      written[v] += (int64_t)dest[v].nseg;
+      outs[v].seg_offsets[r + 1] = written[v];
+      if (outs[v].cuts != NULL) outs[v].cuts[r] = dest[v].cut;
+    }
   }
   *n_done = n_req;
   return LH_OK;
 }
 
-void lh_lane_advance_time(lh_lane *lane, int64_t now_ns) {
-  if (lane->ttl_ns <= 0) return;
-  if (lane->has_now && now_ns < lane->now) now_ns = lane->now;
-  lane->now = now_ns;
-  lane->has_now = 1;
-  advance_watermark(lane, now_ns);
+int lh_lane_process_batch(lh_lane *lane, const int64_t *keys, size_t n_keys, const int64_t *offsets,
+                          const int64_t *timestamps, size_t n_req, int64_t *segs, int64_t *seg_offsets, uint8_t *cuts,
+                          uint32_t *key_ids, size_t *n_done, char *err, size_t errlen) {
+  if (lane->n_views != 1) {
+    *n_done = 0;
+    seg_offsets[0] = 0;
+    return lh_fail(err, errlen, LH_EINVAL, "a lane of %zu TTL views takes lh_lane_process_views", lane->n_views);
+  }
+  const lh_lane_view_out out = {segs, seg_offsets, cuts};
+  return run_batch(lane, keys, n_keys, offsets, timestamps, n_req, &out, key_ids, n_done, err, errlen);
 }
 
-void lh_lane_get_stats(const lh_lane *L, lh_lane_stats *s) {
-  s->unique_blocks = L->markers - L->dead_markers;
+int lh_lane_process_views(lh_lane *lane, const int64_t *keys, size_t n_keys, const int64_t *offsets,
+                          const int64_t *timestamps, size_t n_req, const lh_lane_view_out *outs, size_t n_outs,
+                          size_t *n_done, char *err, size_t errlen) {
+  *n_done = 0;
+  if (n_outs != lane->n_views) {
+    return lh_fail(err, errlen, LH_EINVAL, "%zu outputs for a lane of %zu TTL views", n_outs, lane->n_views);
+  }
+  return run_batch(lane, keys, n_keys, offsets, timestamps, n_req, outs, NULL, n_done, err, errlen);
+}
+
+void lh_lane_advance_time(lh_lane *lane, int64_t now_ns) {
+  if (lane->timed) (void)advance_clock(lane, now_ns);
+}
+
+size_t lh_lane_views(const lh_lane *lane) { return lane->n_views; }
+
+void lh_lane_get_view_stats(const lh_lane *L, size_t view, lh_lane_stats *s) {
+  const lane_view *V = &L->views[view < L->n_views ? view : 0];
+  uint64_t dead = L->dead_markers;
+  if (V != &L->views[L->perm] && V->watermark > 1) dead = rank_upto(L, V->watermark - 1);
+  size_t epoch_bytes = 0;
+  for (size_t v = 0; v < L->n_views; v++) epoch_bytes += L->views[v].ep_cap * (sizeof(uint64_t) + sizeof(int64_t));
+  s->unique_blocks = L->markers - dead;
   s->tracked_keys = L->map.count;
   s->positions = L->top;
   s->map_slots = lh_keymap_capacity(&L->map);
-  s->epochs = L->ep_len;
-  s->expired_blocks = L->expired_total;
+  s->epochs = V->ep_len;
+  s->expired_blocks = V->expired_total;
   s->memory_bytes = sizeof(lh_lane) + lh_keymap_memory(&L->map) + L->pos_cap / 8 +
-                    (L->fen ? (L->nsb + 1) * sizeof(int32_t) : 0) + L->ep_cap * (sizeof(uint64_t) + sizeof(int64_t)) +
+                    (L->fen ? (L->nsb + 1) * sizeof(int32_t) : 0) + epoch_bytes +
                     L->s_cap * (sizeof(uint64_t) + 2 * sizeof(uint32_t));
   s->compactions = L->n_compactions;
   s->requests = L->n_requests;
   s->accesses = L->n_accesses;
 }
+
+void lh_lane_get_stats(const lh_lane *L, lh_lane_stats *s) { lh_lane_get_view_stats(L, 0, s); }
 
 /* A numbering lane's keys hold the numbers 0 .. count - 1, once each. */
 static int check_numbers(const lh_lane *L, char *err, size_t errlen) {
@@ -672,7 +794,7 @@ int lh_lane_check(const lh_lane *L, char *err, size_t errlen) {
       return lh_fail(err, errlen, LH_EINVAL, "key at position %u has no marker", p);
     }
     with_pos++;
-    if (p < L->watermark) below_wm++;
+    if (p < L->views[L->perm].watermark) below_wm++;
   }
   if (entries != L->map.count) return lh_fail(err, errlen, LH_EINVAL, "map count mismatch");
   uint64_t bitcount = 0;
@@ -689,12 +811,18 @@ int lh_lane_check(const lh_lane *L, char *err, size_t errlen) {
       for (int j = 0; j < SB_WORDS; j++) expect += popcount64(L->bits[sb * SB_WORDS + j]);
     }
   }
-  for (size_t j = 1; j < L->ep_len; j++) {
-    size_t a = (L->ep_head + j - 1) % L->ep_cap, b = (L->ep_head + j) % L->ep_cap;
-    if (L->ep_start[a] >= L->ep_start[b] || L->ep_ts[a] > L->ep_ts[b]) {
-      return lh_fail(err, errlen, LH_EINVAL, "epochs out of order");
+  for (size_t v = 0; v < L->n_views; v++) {
+    const lane_view *V = &L->views[v];
+    for (size_t j = 1; j < V->ep_len; j++) {
+      size_t a = (V->ep_head + j - 1) % V->ep_cap, b = (V->ep_head + j) % V->ep_cap;
+      if (V->ep_start[a] >= V->ep_start[b] || V->ep_ts[a] > V->ep_ts[b]) {
+        return lh_fail(err, errlen, LH_EINVAL, "epochs out of order (view %zu)", v);
+      }
+    }
+    if (V->watermark > L->top + 1) return lh_fail(err, errlen, LH_EINVAL, "watermark above top (view %zu)", v);
+    if (V->watermark < L->views[L->perm].watermark) {
+      return lh_fail(err, errlen, LH_EINVAL, "view %zu expires less than the lane's most lasting view", v);
     }
   }
-  if (L->watermark > L->top + 1) return lh_fail(err, errlen, LH_EINVAL, "watermark above top");
   return LH_OK;
 }

@@ -365,6 +365,42 @@ static void test_key_numbers(int64_t ttl) {
   free(ids);
 }
 
+/* A lane of several TTL views: each view's facts are those of a lane of its TTL (the randomized
+ * comparison lives in tests/core_c/test_core_lane_views.py); the entry points refuse what does
+ * not fit the lane. */
+static void test_views(void) {
+  char err[LH_ERR_LEN];
+  const int64_t ttls[2] = {0, 2000}, keys[3] = {1, 2, 3}, offsets[3] = {0, 3, 6}, times[2] = {1000, 3000};
+  const int64_t twice[6] = {1, 2, 3, 1, 2, 3};
+  lh_lane *lane = NULL, *bad = NULL;
+  CHECK(lh_lane_create_views(&lane, ttls, 2, 0, err, sizeof err) == LH_OK && lh_lane_views(lane) == 2);
+  int64_t segs[2][12], seg_off[2][3];
+  uint8_t cuts[2][2];
+  lh_lane_view_out outs[2] = {{segs[0], seg_off[0], cuts[0]}, {segs[1], seg_off[1], cuts[1]}};
+  size_t done = 0;
+  CHECK(lh_lane_process_views(lane, twice, 6, offsets, times, 2, outs, 2, &done, err, sizeof err) == LH_OK);
+  CHECK(done == 2 && seg_off[0][2] == 1 && segs[0][0] == 1 && segs[0][1] == 3 && cuts[0][1] == LH_CUT_NONE);
+  CHECK(seg_off[1][2] == 0 && cuts[1][1] == LH_CUT_EXPIRED && cuts[0][0] == LH_CUT_COLD);
+  lh_lane_stats st;
+  lh_lane_get_view_stats(lane, 1, &st);
+  CHECK(st.unique_blocks == 3 && st.expired_blocks == 3);
+  lh_lane_get_view_stats(lane, 0, &st);
+  CHECK(st.unique_blocks == 3 && st.expired_blocks == 0 && st.requests == 2);
+  CHECK(lh_lane_process_batch(lane, keys, 3, offsets, times, 1, segs[0], seg_off[0], NULL, NULL, &done, err,
+                              sizeof err) == LH_EINVAL);
+  CHECK(lh_lane_process_views(lane, keys, 3, offsets, times, 1, outs, 1, &done, err, sizeof err) == LH_EINVAL);
+  CHECK(lh_lane_process_views(lane, keys, 3, offsets, NULL, 1, outs, 2, &done, err, sizeof err) == LH_EINVAL);
+  CHECK(lh_lane_check(lane, err, sizeof err) == LH_OK);
+  lh_lane_reset(lane);
+  CHECK(lh_lane_views(lane) == 2);
+  CHECK(lh_lane_process_views(lane, keys, 3, offsets, times, 1, outs, 2, &done, err, sizeof err) == LH_OK);
+  lh_lane_destroy(lane);
+  CHECK(lh_lane_create_views(&bad, ttls, 0, 0, err, sizeof err) == LH_EINVAL && bad == NULL);
+  CHECK(lh_lane_create_views(&bad, ttls, LH_LANE_MAX_VIEWS + 1, 0, err, sizeof err) == LH_EINVAL);
+  CHECK(lh_lane_create_views(&bad, ttls, 2, LH_LANE_KEY_IDS, err, sizeof err) == LH_EINVAL && bad == NULL);
+  CHECK(lh_lane_create_views(&bad, NULL, 1, 0, err, sizeof err) == LH_EINVAL);
+}
+
 int main(void) {
   rng_state = 88172645463325252ULL; /* the sequence the randomized comparison has always used */
   test_worked_example();
@@ -380,5 +416,6 @@ int main(void) {
   test_key_numbers(0);
   test_key_numbers(25);
   test_advise_huge();
+  test_views();
   return finish("core");
 }

@@ -98,6 +98,7 @@ def replay_as_dict(result: ReplayResult) -> dict[str, Any]:
                 "unique_blocks": lane.unique_blocks,
                 "expired_blocks": lane.expired_blocks,
                 "memory_bytes": lane.memory_bytes,
+                "shares_core_with": lane.shares_core_with,
             }
             for lane in result.lanes
         ],
@@ -113,7 +114,12 @@ def print_summary(result: ReplayResult) -> None:
     )
     for lane in result.lanes:
         expired = f", {lane.expired_blocks:,} expired" if lane.expired_blocks else ""
+        state = (
+            f"engine state shared with lane {lane.shares_core_with}"
+            if lane.shares_core_with is not None
+            else f"{lane.memory_bytes / 2**20:.1f} MiB engine state"
+        )
         print(
             f"  lane {lane.instance_id}: {lane.requests:,} requests, {lane.blocks:,} blocks, "
-            f"{lane.unique_blocks:,} unique blocks alive{expired}, {lane.memory_bytes / 2**20:.1f} MiB engine state"
+            f"{lane.unique_blocks:,} unique blocks alive{expired}, {state}"
         )

@@ -452,6 +452,17 @@ class TraceKind(JobKind[SpecT]):
     @abstractmethod
     def open_part(self, spec: SpecT, plan: ReplayPlan, part: PartPlan) -> PartRun: ...
 
+    def part_units(self, plan: ReplayPlan, parts: Sequence[PartPlan]) -> list[list[int]]:
+        """In process, the parts fed together, one after the other by one thread (indices into
+        parts, in part order; every part in one unit). Default: each part alone. The service runs
+        every part on its own (open_part), so a unit's parts give what they give apart."""
+        return [[k] for k in range(len(parts))]
+
+    def open_unit(self, spec: SpecT, plan: ReplayPlan, parts: Sequence[PartPlan]) -> list[PartRun]:
+        """The runs of a unit's parts (part_units), in its order; they may share state, as each
+        chunk reaches them one after the other in that order. Default: open_part each."""
+        return [self.open_part(spec, plan, part) for part in parts]
+
     @abstractmethod
     def merger(self, spec: SpecT, runtime: ReplaySpec, plan: ReplayPlan, parts: Sequence[PartPlan]) -> Merger: ...
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from litehit.jobs.base import Merged, PartOutput, PartPlan, PartRun, TraceCounts, TraceKind, raise_in_order
 from litehit.replay.chunks import Progress, TraceChunks, resolve_format
-from litehit.replay.plan import ChunkPlan, LaneWork, make_plan
+from litehit.replay.plan import ChunkPlan, make_plan
 from litehit.spec import ReplaySpec
 from litehit.traces.source import CHUNK_BYTES
 
@@ -44,42 +44,62 @@ class _Skipped(Exception):
 
 
 class _Feeding:
-    """The parts fed chunk by chunk by `threads` threads (part k by thread k mod threads, so a
-    part's chunks stay in order; one part: the caller's thread), their outputs taken back in
-    input order: a chunk's first failing part (in part order) raises when that chunk is taken,
-    so an earlier chunk's failure always comes first. A part that failed is not fed again (the
-    chunks already queued for it are skipped): a part's failure must be its last call, as a
-    profile's recorder, which follows its lane one chunk behind, relies on."""
+    """The parts fed chunk by chunk by `threads` threads, unit by unit: a unit is a list of parts
+    fed one after the other by one thread, always the same (unit k by thread k mod threads; one
+    unit: the caller's thread), so a part's chunks stay in order and a part that reads what an
+    earlier part of its unit computed for the chunk finds it. Outputs are taken back in input
+    order: a chunk's first failing part (in part order) raises when that chunk is taken, so an
+    earlier chunk's failure always comes first. A part that failed is not fed again, nor are the
+    parts after it in its unit (the chunks already queued for them are skipped): a part's
+    failure must be its last call, as a profile's recorder, which follows its lane one chunk
+    behind, relies on."""
 
-    def __init__(self, runs: Sequence[PartRun], lanes: Sequence[int], threads: int) -> None:
-        self.runs, self.lanes = runs, lanes
-        count = max(1, min(threads, len(runs))) if len(runs) > 1 else 0
+    def __init__(
+        self, runs: Sequence[PartRun], lanes: Sequence[int], threads: int, units: Sequence[Sequence[int]]
+    ) -> None:
+        self.runs, self.lanes, self.units = runs, lanes, [list(unit) for unit in units]
+        count = max(1, min(threads, len(self.units))) if len(self.units) > 1 else 0
         self.pools = [ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"litehit-parts{k}") for k in range(count)]
-        self.pending: deque[tuple[ChunkPlan, list[Future[Any]]]] = deque()
-        self.failed = [False] * len(runs)  # set by a part's own thread, read by it before its next chunk
+        self.pending: deque[tuple[ChunkPlan, list[Future[list[Any]]]]] = deque()
+        self.failed = [False] * len(runs)  # set by a unit's own thread, read by it before its next chunk
 
     def submit(self, chunk: ChunkPlan) -> list[tuple[ChunkPlan, list[Any]]]:
         """Feeds chunk to every part; returns the chunks whose outputs are all in, with them."""
-        if len(self.runs) == 1:
-            return [(chunk, [self.runs[0].feed(chunk.lanes[self.lanes[0]])])]
-        futures = [
-            self.pools[k % len(self.pools)].submit(self._feed, k, chunk.lanes[lane])
-            for k, lane in enumerate(self.lanes)
-        ]
+        if not self.pools:
+            return [(chunk, self._in_part_order([self._feed(0, chunk)]))]
+        futures = [self.pools[k % len(self.pools)].submit(self._feed, k, chunk) for k in range(len(self.units))]
         self.pending.append((chunk, futures))
         done = []
         while len(self.pending) > AHEAD:
             done.append(self._take())
         return done
 
-    def _feed(self, k: int, work: LaneWork) -> Any:
-        if self.failed[k]:
-            raise _Skipped  # (taken after the part's failure, which is raised first: an earlier chunk's)
-        try:
-            return self.runs[k].feed(work)
-        except BaseException:
-            self.failed[k] = True
-            raise
+    def _feed(self, unit: int, chunk: ChunkPlan) -> list[Any]:
+        """Each part's output of the chunk, or the exception that stopped the unit there (the parts
+        after it: _Skipped)."""
+        out: list[Any] = []
+        for k in self.units[unit]:
+            if self.failed[k]:
+                out.append(_Skipped())  # (taken after the part's failure, which is raised first: an earlier chunk's)
+                continue
+            try:
+                out.append(self.runs[k].feed(chunk.lanes[self.lanes[k]]))
+            except BaseException as exc:
+                for rest in self.units[unit]:
+                    self.failed[rest] = True
+                out.append(exc)
+        return out
+
+    def _in_part_order(self, outcomes: list[list[Any]]) -> list[Any]:
+        """The units' outcomes as one output per part, in part order; the first failure raises."""
+        outputs: list[Any] = [None] * len(self.runs)
+        for unit, outcome in zip(self.units, outcomes, strict=True):
+            for k, value in zip(unit, outcome, strict=False):
+                outputs[k] = value
+        for value in outputs:
+            if isinstance(value, BaseException):
+                raise value
+        return outputs
 
     def drain(self) -> list[tuple[ChunkPlan, list[Any]]]:
         """Every chunk still being fed, with its outputs, in input order."""
@@ -87,7 +107,7 @@ class _Feeding:
 
     def _take(self) -> tuple[ChunkPlan, list[Any]]:
         chunk, futures = self.pending.popleft()
-        return chunk, [f.result() for f in futures]
+        return chunk, self._in_part_order([f.result() for f in futures])
 
     def close(self) -> None:
         """Stops feeding: chunks not started are dropped, the ones being fed are waited for (the
@@ -116,16 +136,21 @@ def run_local(
     plan = make_plan(runtime, resolve_format(runtime, path), path)
     parts = kind.parts(spec, plan)
     lanes = [p.lane for p in parts]
+    units = kind.part_units(plan, parts)
     runs: list[PartRun] = []
     merger = None
     feeding: _Feeding | None = None
     try:
-        for part in parts:
-            runs.append(kind.open_part(spec, plan, part))
+        opened: dict[int, PartRun] = {}
+        for unit in units:
+            unit_runs = kind.open_unit(spec, plan, [parts[k] for k in unit])
+            runs.extend(unit_runs)  # (closed on a failure)
+            opened.update(zip(unit, unit_runs, strict=True))
+        runs = [opened[k] for k in range(len(parts))]
         merger = kind.merger(spec, runtime, plan, parts)
         chunks = TraceChunks(runtime, plan, on_progress=on_progress, should_stop=should_stop, chunk_bytes=chunk_bytes)
         sizes = [[0, 0] for _ in parts]  # requests, blocks of each part's lane
-        feeding = _Feeding(runs, lanes, runtime.workers)
+        feeding = _Feeding(runs, lanes, runtime.workers, units)
 
         def taken(chunk: ChunkPlan, emitted: list[Any]) -> None:
             for size, lane in zip(sizes, lanes, strict=True):

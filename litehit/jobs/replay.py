@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pydantic import BaseModel, Field, model_serializer, model_validator
 
 from litehit.db.states import JobState, Stage
-from litehit.jobs.base import Artifact, Merged, PartOutput, PartPlan, TraceCounts, TraceJobSpec, TraceKind
+from litehit.jobs.base import Artifact, Merged, PartOutput, PartPlan, PartRun, TraceCounts, TraceJobSpec, TraceKind
 from litehit.jobs.kinds import Kind
 from litehit.replay.result import FACTS_FILE, LaneStats, ReplayResult
 
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from litehit.curve import LaneCurves
     from litehit.publish import AtomicPublisher
     from litehit.replay.chunks import Progress
-    from litehit.replay.lanes import LaneRunner
+    from litehit.replay.lanes import LaneFacts, LaneRunner, SharedLanes
     from litehit.replay.plan import ChunkPlan, LaneWork, ReplayPlan
     from litehit.spec import ReplaySpec
 
@@ -59,6 +59,13 @@ class ReplayPartResult(BaseModel):
     expired_blocks: int | None = Field(default=None, description="blocks dropped by the group's TTL (once succeeded)")
 
 
+class SharedLaneResult(ReplayPartResult):
+    """A lane's result in process when it shared another lane's core (the service gives every lane
+    a core of its own, so its parts never report this)."""
+
+    shares_core_with: str = Field(description="the lane whose core this lane shared; its memory_bytes counts both")
+
+
 class LanePart:
     """A lane at work: the lane core over its requests; each chunk's facts go to the merge."""
 
@@ -72,19 +79,44 @@ class LanePart:
         return facts.segments, facts.seg_offsets, facts.cuts
 
     def output(self, categories: list[str]) -> PartOutput:
-        s = self.runner.stats()
-        return PartOutput(
-            ReplayPartResult(
-                requests=s.requests,
-                blocks=s.blocks,
-                unique_blocks=s.unique_blocks,
-                memory_bytes=s.memory_bytes,
-                expired_blocks=s.expired_blocks,
-            )
-        )
+        return _lane_output(self.runner.stats())
 
     def close(self) -> None:
         self.runner.close()
+
+
+class SharedLanePart:
+    """A lane of a unit sharing one lane core (SharedLanes): the unit's first lane runs the core
+    for every lane of the unit; each lane, fed the chunk right after it (the unit's order),
+    returns its own facts."""
+
+    def __init__(self, shared: SharedLanes, view: int, facts: list[list[LaneFacts]]) -> None:
+        self.shared, self.view, self.facts = shared, view, facts  # facts: the chunk's, shared by the unit
+
+    def feed(self, work: LaneWork) -> tuple[Any, ...]:
+        if self.view == 0:
+            self.facts[:] = [self.shared.run(work)]
+        facts = self.facts[0][self.view]
+        return facts.segments, facts.seg_offsets, facts.cuts
+
+    def output(self, categories: list[str]) -> PartOutput:
+        return _lane_output(self.shared.stats(self.view))
+
+    def close(self) -> None:
+        self.shared.close()  # (idempotent)
+
+
+def _lane_output(s: LaneStats) -> PartOutput:
+    values = {
+        "requests": s.requests,
+        "blocks": s.blocks,
+        "unique_blocks": s.unique_blocks,
+        "memory_bytes": s.memory_bytes,
+        "expired_blocks": s.expired_blocks,
+    }
+    if s.shares_core_with is not None:
+        return PartOutput(SharedLaneResult(**values, shares_core_with=s.shares_core_with))
+    return PartOutput(ReplayPartResult(**values))
 
 
 class _FactsMerger:
@@ -143,6 +175,7 @@ class _FactsMerger:
                     r.unique_blocks or 0,
                     r.memory_bytes or 0,
                     r.expired_blocks or 0,
+                    r.shares_core_with if isinstance(r, SharedLaneResult) else None,
                 )
             )
         result = ReplayResult(
@@ -225,6 +258,21 @@ class ReplayKind(TraceKind[ReplayJobSpec]):
 
     def open_part(self, spec: ReplayJobSpec, plan: ReplayPlan, part: PartPlan) -> LanePart:
         return LanePart(plan, part)
+
+    def part_units(self, plan: ReplayPlan, parts: Sequence[PartPlan]) -> list[list[int]]:
+        """Lanes of the same requests that differ only in TTL share one lane core in process."""
+        from litehit.replay.lanes import shared_units
+
+        return shared_units([plan.lanes[part.lane] for part in parts], plan.inputs)
+
+    def open_unit(self, spec: ReplayJobSpec, plan: ReplayPlan, parts: Sequence[PartPlan]) -> list[PartRun]:
+        if len(parts) == 1:
+            return [self.open_part(spec, plan, parts[0])]
+        from litehit.replay.lanes import SharedLanes
+
+        shared = SharedLanes([plan.lanes[part.lane] for part in parts], keep_expired=plan.extended)
+        facts: list[list[LaneFacts]] = []
+        return [SharedLanePart(shared, view, facts) for view in range(len(parts))]
 
     def merger(
         self, spec: ReplayJobSpec, runtime: ReplaySpec, plan: ReplayPlan, parts: Sequence[PartPlan]

@@ -28,7 +28,7 @@ from litehit.replay.staged import (
 )
 from litehit.spec import ReplaySpec
 
-__all__ = ["merge_stored", "run_stored_part"]
+__all__ = ["merge_stored", "run_stored_part", "run_stored_unit"]
 
 
 def run_stored_part(
@@ -45,34 +45,63 @@ def run_stored_part(
     """Runs part `index` over its lane's parsed requests in order; writes what it emits per chunk
     (part-<index>.out) and its arrays (part-<index>-<name>.npy) into the work folder, each by
     tmp-then-rename. on_progress(requests, blocks) after every chunk."""
+    (output,) = run_stored_unit(
+        kind, spec, runtime, workdir, [index], [part], on_progress=on_progress, should_stop=should_stop
+    )
+    return output
+
+
+def run_stored_unit(
+    kind: TraceKind[Any],
+    spec: Any,
+    runtime: ReplaySpec,
+    workdir: Path,
+    indices: Sequence[int],
+    parts: Sequence[PartPlan],
+    *,
+    on_progress: Callable[[int, int], None] | None = None,
+    should_stop: Callable[[], bool] | None = None,
+) -> list[PartOutput]:
+    """run_stored_part for parts of one unit (kind.open_unit: parts whose lanes read the same
+    requests, fed each chunk one after the other), in one pass over their lanes' one file: each
+    part's outputs as run_stored_part writes them. on_progress(requests, blocks) of that lane."""
     manifest = read_manifest(workdir)
     plan = stored_plan(runtime, manifest)
-    run = kind.open_part(spec, plan, part)
+    lane = parts[0].lane
+    if any(plan.inputs[part.lane] != plan.inputs[lane] for part in parts):
+        raise ReplayError(f"lanes {[part.instance_id for part in parts]} do not read the same requests")
+    runs = kind.open_unit(spec, plan, parts)
     requests = blocks = 0
     try:
         with contextlib.ExitStack() as stack:
-            sink = None
-            if kind.chunk_arrays_of(part):
-                (sink,) = stack.enter_context(atomic_files([part_output(workdir, index)]))
-            for work in iter_lane_work(workdir, manifest, part.lane):
+            sinks: list[Any] = []
+            for index, part in zip(indices, parts, strict=True):
+                sink = None
+                if kind.chunk_arrays_of(part):
+                    (sink,) = stack.enter_context(atomic_files([part_output(workdir, index)]))
+                sinks.append(sink)
+            for work in iter_lane_work(workdir, manifest, lane):
                 if should_stop is not None and should_stop():
                     raise ReplayCancelled(kind.cancelled)
-                emitted = run.feed(work)
-                if sink is not None and emitted is not None:
-                    write_arrays(sink, *emitted)
+                for run, sink in zip(runs, sinks, strict=True):
+                    emitted = run.feed(work)
+                    if sink is not None and emitted is not None:
+                        write_arrays(sink, *emitted)
                 requests += work.requests
                 blocks += len(work.keys)
                 if on_progress is not None:
                     on_progress(requests, blocks)
-        output = run.output(plan.categories.names)
+        outputs = [run.output(plan.categories.names) for run in runs]
     except (OSError, ValueError) as exc:
-        raise ReplayError(f"lane {part.instance_id}: stage files unreadable: {exc}") from None
+        raise ReplayError(f"lane {parts[0].instance_id}: stage files unreadable: {exc}") from None
     finally:
-        run.close()
-    for name, array in output.arrays.items():
-        with atomic_files([part_arrays(workdir, index, name)]) as (f,):
-            np.lib.format.write_array(f, np.ascontiguousarray(array), allow_pickle=False)
-    return output
+        for run in runs:
+            run.close()
+    for index, output in zip(indices, outputs, strict=True):
+        for name, array in output.arrays.items():
+            with atomic_files([part_arrays(workdir, index, name)]) as (f,):
+                np.lib.format.write_array(f, np.ascontiguousarray(array), allow_pickle=False)
+    return outputs
 
 
 def _stored_arrays(workdir: Path, index: int, names: Sequence[str]) -> dict[str, Any]:

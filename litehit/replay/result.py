@@ -27,6 +27,7 @@ class LaneStats:
     unique_blocks: int
     memory_bytes: int
     expired_blocks: int
+    shares_core_with: str | None = None  # in process: the lane whose core (and memory) it shares
 
 
 @dataclass(frozen=True)
