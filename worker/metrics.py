@@ -42,6 +42,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from litehit.db.models import JobPart
 from litehit.db.session import session_scope
 from litehit.jobs.replay import KIND as REPLAY
+from litehit.jobs.state import parts_done
 from litehit.settings import Settings
 
 __all__ = ["TASK_BUCKETS", "MetricsServer", "TaskMetrics", "replay_lane_blocks", "serve_worker_metrics"]
@@ -103,8 +104,9 @@ class TaskMetrics:
             self.duration.labels(task.name).observe(self.clock() - started)
         if state not in (FAILURE, RETRY):  # those are counted by their own signals
             self.tasks.labels(task.name, (state or "unknown").lower()).inc()
-        if task.name == REPLAY.part_task_name and retval == "succeeded":
-            self._count_lane(*args)
+        if task.name == REPLAY.part_task_name and len(args) == 2:
+            for lane in parts_done(retval, args[1]):  # the lanes its unit took along too
+                self._count_lane(args[0], lane)
 
     def on_failure(self, sender: Any, **_: Any) -> None:
         self.tasks.labels(sender.name, FAILURE.lower()).inc()

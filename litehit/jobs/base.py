@@ -356,6 +356,7 @@ class TraceKind(JobKind[SpecT]):
     options_description: ClassVar[str] = ""
     ttl_lanes: ClassVar[bool] = True  # False: a lane with a TTL is refused (policies model no TTL)
     hybrid_lanes: ClassVar[bool] = False  # True: hybrid lanes (linear_step > 0) run (the replay)
+    shared_parts: ClassVar[bool] = False  # True: part_units may put several parts in a unit
     chunk_arrays: ClassVar[int] = 0  # arrays each part emits per chunk, merged in input order
     part_arrays: ClassVar[tuple[str, ...]] = ()  # names of the arrays of a part's output
     cancelled: ClassVar[str] = "cancelled; nothing published"  # the error of a cancelled job
@@ -453,9 +454,11 @@ class TraceKind(JobKind[SpecT]):
     def open_part(self, spec: SpecT, plan: ReplayPlan, part: PartPlan) -> PartRun: ...
 
     def part_units(self, plan: ReplayPlan, parts: Sequence[PartPlan]) -> list[list[int]]:
-        """In process, the parts fed together, one after the other by one thread (indices into
-        parts, in part order; every part in one unit). Default: each part alone. The service runs
-        every part on its own (open_part), so a unit's parts give what they give apart."""
+        """The parts fed together, each chunk to one after the other (indices into parts, in part
+        order; every part in one unit): in process by one thread, in the service by the task of
+        the unit's first part, which takes the others along while they wait. A part may still run
+        alone (the service's recovery), so a unit's parts must give what they give apart. Default
+        (``shared_parts`` False): each part alone."""
         return [[k] for k in range(len(parts))]
 
     def open_unit(self, spec: SpecT, plan: ReplayPlan, parts: Sequence[PartPlan]) -> list[PartRun]:

@@ -57,13 +57,11 @@ class ReplayPartResult(BaseModel):
     unique_blocks: int | None = Field(default=None, description="distinct block keys the lane saw (once succeeded)")
     memory_bytes: int | None = Field(default=None, description="memory the lane's engine used (once succeeded)")
     expired_blocks: int | None = Field(default=None, description="blocks dropped by the group's TTL (once succeeded)")
-
-
-class SharedLaneResult(ReplayPartResult):
-    """A lane's result in process when it shared another lane's core (the service gives every lane
-    a core of its own, so its parts never report this)."""
-
-    shares_core_with: str = Field(description="the lane whose core this lane shared; its memory_bytes counts both")
+    shares_core_with: str | None = Field(
+        default=None,
+        description="the lane whose lane core this lane shared (lanes of the same requests that differ only in "
+        "TTL share one: its memory_bytes counts theirs); None: a core of its own",
+    )
 
 
 class LanePart:
@@ -107,16 +105,16 @@ class SharedLanePart:
 
 
 def _lane_output(s: LaneStats) -> PartOutput:
-    values = {
-        "requests": s.requests,
-        "blocks": s.blocks,
-        "unique_blocks": s.unique_blocks,
-        "memory_bytes": s.memory_bytes,
-        "expired_blocks": s.expired_blocks,
-    }
-    if s.shares_core_with is not None:
-        return PartOutput(SharedLaneResult(**values, shares_core_with=s.shares_core_with))
-    return PartOutput(ReplayPartResult(**values))
+    return PartOutput(
+        ReplayPartResult(
+            requests=s.requests,
+            blocks=s.blocks,
+            unique_blocks=s.unique_blocks,
+            memory_bytes=s.memory_bytes,
+            expired_blocks=s.expired_blocks,
+            shares_core_with=s.shares_core_with,
+        )
+    )
 
 
 class _FactsMerger:
@@ -175,7 +173,7 @@ class _FactsMerger:
                     r.unique_blocks or 0,
                     r.memory_bytes or 0,
                     r.expired_blocks or 0,
-                    r.shares_core_with if isinstance(r, SharedLaneResult) else None,
+                    r.shares_core_with,
                 )
             )
         result = ReplayResult(
@@ -232,6 +230,7 @@ class ReplayKind(TraceKind[ReplayJobSpec]):
     parts_description = "one row per lane: progress and outcome"
     chunk_arrays = 3  # each lane's facts of each chunk: segments, their offsets, cut reasons
     hybrid_lanes = True  # a hybrid lane's facts are its byte-step points
+    shared_parts = True  # lanes of the same requests that differ only in TTL share one lane core
     cancelled = "cancelled; nothing was published"
     artifacts: ClassVar[tuple[Artifact, ...]] = (
         Artifact(
@@ -260,7 +259,7 @@ class ReplayKind(TraceKind[ReplayJobSpec]):
         return LanePart(plan, part)
 
     def part_units(self, plan: ReplayPlan, parts: Sequence[PartPlan]) -> list[list[int]]:
-        """Lanes of the same requests that differ only in TTL share one lane core in process."""
+        """Lanes of the same requests that differ only in TTL share one lane core."""
         from litehit.replay.lanes import shared_units
 
         return shared_units([plan.lanes[part.lane] for part in parts], plan.inputs)

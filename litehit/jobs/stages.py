@@ -25,6 +25,7 @@ from litehit.jobs.errors import TRANSIENT
 from litehit.jobs.facts_kind import FactsKind
 from litehit.jobs.registry import kinds
 from litehit.jobs.state import (
+    UNIT_DONE,
     PartClaim,
     claim_job_stage,
     claim_part,
@@ -37,6 +38,7 @@ from litehit.jobs.state import (
     heartbeat_job,
     heartbeat_part,
     job_should_stop,
+    part_pending,
     succeed_job,
     try_start_merge,
 )
@@ -47,7 +49,15 @@ from litehit.settings import Settings
 from litehit.spec import ReplaySpec
 from litehit.storage import Storage
 
-__all__ = ["StageFunction", "run_claimed_part", "run_merge", "run_parse", "run_part", "run_single", "stage_functions"]
+__all__ = [
+    "StageFunction",
+    "run_claimed_part",
+    "run_merge",
+    "run_parse",
+    "run_part",
+    "run_single",
+    "stage_functions",
+]
 
 StageFunction = Callable[..., str]
 """(session, settings, enqueue, job_id, *args) -> what happened."""
@@ -70,7 +80,7 @@ def _replace_summaries(session: Session, kind: JobKind[Any], job_id: str, rows: 
 
 def run_parse(kind: TraceKind[Any], session: Session, settings: Settings, enqueue: Enqueue, job_id: str) -> str:
     """Stage 1: scan, validate, route and normalize the trace once into the job's work folder;
-    then one task per part. "skipped" when another worker holds the stage or the job is over,
+    then one task per unit of parts (kind.part_units). "skipped" when another worker holds the stage or the job is over,
     "failed" when the job was ended with the reason."""
     storage = Storage(settings.storage)
     if not claim_job_stage(session, job_id, (Stage.QUEUED, Stage.PARSE), Stage.PARSE, settings.stale_after_s):
@@ -96,7 +106,9 @@ def run_parse(kind: TraceKind[Any], session: Session, settings: Settings, enqueu
         kind.check(runtime)
         storage.remove_work(job_id)
         manifest = parse_stage(runtime, storage.work_dir(job_id), on_progress=progress, should_stop=should_stop)
-        parts = kind.parts(spec, stored_plan(runtime, manifest))
+        plan = stored_plan(runtime, manifest)
+        parts = kind.parts(spec, plan)
+        units = kind.part_units(plan, parts)
     except TRANSIENT:
         raise
     except Exception as exc:  # every failure ends the job with its reason
@@ -141,8 +153,8 @@ def run_parse(kind: TraceKind[Any], session: Session, settings: Settings, enqueu
         kind.parts_field: len(parts),
     }
     session.commit()
-    for i in range(len(parts)):
-        enqueue(kind.part_task_name, job_id, i)
+    for unit in units:  # a unit's first part takes the others along (run_part)
+        enqueue(kind.part_task_name, job_id, unit[0])
     return "parsed"
 
 
@@ -204,53 +216,112 @@ def run_claimed_part(
     return "succeeded"
 
 
+def _unit_of(kind: TraceKind[Any], session: Session, storage: Storage, job_id: str, index: int) -> list[int]:
+    """Part `index`'s unit (kind.part_units over the job's stored plan), its first part first;
+    [index] for a kind whose parts run alone, and when the plan cannot be read (the claim or the
+    run then says why)."""
+    if not kind.shared_parts:
+        return [index]
+    from litehit.replay.staged import read_manifest, stored_plan
+
+    try:
+        job = session.get(Job, job_id)
+        if job is None:
+            return [index]
+        spec = kind.spec_model.model_validate(job.spec)
+        plan = stored_plan(runtime_spec(kind, spec, job_id, storage), read_manifest(storage.work_dir(job_id)))
+        rows = session.scalars(select(JobPart.plan).where(JobPart.job_id == job_id).order_by(JobPart.part)).all()
+        units = kind.part_units(plan, [kind.plan_model().model_validate(row) for row in rows])
+    except TRANSIENT:
+        raise
+    except Exception:  # (a job over or damaged: alone, the claim says so)
+        return [index]
+    finally:
+        session.rollback()  # end the read transaction
+    return next((unit for unit in units if index in unit), [index])
+
+
 def run_part(
     kind: TraceKind[Any], session: Session, settings: Settings, enqueue: Enqueue, job_id: str, index: int
 ) -> str:
-    """Stage 2 (one per part, in parallel): the part over its lane's parsed requests."""
-    from litehit.jobs.stored import run_stored_part
+    """Stage 2 (one per unit of parts, in parallel): the part over its lane's parsed requests, and
+    the other parts of its unit (kind.part_units) that still wait, in the same pass. A later part
+    of a unit whose first part waits or runs is left to that part ("deferred"); otherwise, as
+    when the recovery sends it again, it runs alone."""
+    from litehit.jobs.stored import run_stored_unit
 
     storage = Storage(settings.storage)
     plan_model = kind.plan_model()
+    assert kind.part_stage is not None
+    stage = kind.part_stage
+    unit = _unit_of(kind, session, storage, job_id, index)
+    if unit[0] != index:
+        if part_pending(session, job_id, unit[0], settings.stale_after_s):
+            return "deferred"
+        unit = [index]
+    taken: list[int] = []
 
     def work(job: Job, row: JobPart, attempt: int) -> dict[str, Any]:
         throttle, stop_throttle = Throttle(settings.heartbeat_s), Throttle(settings.heartbeat_s)
         done = {"requests": 0, "blocks": 0}
+        held = [(index, attempt)]
+        others: list[tuple[int, int]] = []
 
         def progress(requests: int, blocks: int) -> None:
             done.update(requests=requests, blocks=blocks)
             if throttle.due():
-                heartbeat_part(session, job.id, index, attempt, progress=dict(done))
+                for k, held_attempt in held:
+                    heartbeat_part(session, job.id, k, held_attempt, progress=dict(done))
 
         def should_stop() -> bool:
             return stop_throttle.due() and job_should_stop(session, job.id)
 
-        spec = kind.spec_model.model_validate(job.spec)
-        output = run_stored_part(
-            kind,
-            spec,
-            runtime_spec(kind, spec, job.id, storage),
-            storage.work_dir(job.id),
-            index,
-            plan_model.model_validate(row.plan),
-            on_progress=progress,
-            should_stop=should_stop,
-        )
-        return {"result": output.result.model_dump(mode="json"), "progress": done}
+        try:
+            for k in unit[1:]:
+                claim = claim_part(session, job_id, k, stage, settings.stale_after_s, settings.task_max_attempts)
+                if claim == PartClaim.CLAIMED:
+                    others.append((k, claimed_attempt(session, job_id, k)))
+            held.extend(others)
+            plans = [session.get(JobPart, (job_id, k)) for k, _ in held]
+            spec = kind.spec_model.model_validate(job.spec)
+            outputs = run_stored_unit(
+                kind,
+                spec,
+                runtime_spec(kind, spec, job.id, storage),
+                storage.work_dir(job.id),
+                [k for k, _ in held],
+                [plan_model.model_validate(p.plan if p is not None else {}) for p in plans],
+                on_progress=progress,
+                should_stop=should_stop,
+            )
+        except TRANSIENT:
+            raise
+        except Exception as exc:  # the parts taken along end as this one does
+            reason = error_text(exc, storage.root)
+            for k, other_attempt in others:
+                finish_part(session, job_id, k, other_attempt, LaneState.FAILED, error=reason)
+            raise
+        for (k, other_attempt), output in zip(others, outputs[1:], strict=True):
+            values = {"result": output.result.model_dump(mode="json"), "progress": dict(done)}
+            if finish_part(session, job_id, k, other_attempt, LaneState.SUCCEEDED, **values):
+                taken.append(k)
+        return {"result": outputs[0].result.model_dump(mode="json"), "progress": done}
 
-    assert kind.part_stage is not None
-    return run_claimed_part(
+    outcome = run_claimed_part(
         session,
         settings,
         enqueue,
         job_id,
         index,
-        stage=kind.part_stage,
+        stage=stage,
         merge_task=kind.task("merge"),
         noun=kind.part_noun,
         describe=lambda row: kind.describe(plan_model.model_validate(row.plan)),
         work=work,
     )
+    if outcome == "succeeded" and taken:
+        return f"{UNIT_DONE} {' '.join(map(str, taken))}"
+    return outcome
 
 
 def run_merge(kind: TraceKind[Any], session: Session, settings: Settings, enqueue: Enqueue, job_id: str) -> str:

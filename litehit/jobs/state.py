@@ -23,6 +23,7 @@ from litehit.storage import Storage
 
 __all__ = [
     "RESENT_AT",
+    "UNIT_DONE",
     "PartClaim",
     "claim_job_stage",
     "claim_part",
@@ -34,6 +35,8 @@ __all__ = [
     "heartbeat_job",
     "heartbeat_part",
     "job_should_stop",
+    "part_pending",
+    "parts_done",
     "succeed_job",
     "try_start_merge",
 ]
@@ -47,6 +50,21 @@ class PartClaim(StrEnum):
     DONE = "done"  # it succeeded already
     EXHAUSTED = "exhausted"  # too many attempts
     STOPPED = "stopped"  # the job is over or cancelled
+
+
+UNIT_DONE = "succeeded with parts"
+"""How a part's task that took other parts of its unit along says it succeeded: this, then their
+indices (``parts_done`` reads them back)."""
+
+
+def parts_done(outcome: object, index: int) -> list[int]:
+    """The parts a part task's outcome says succeeded in it: [index] for "succeeded", index and
+    the others for UNIT_DONE, none otherwise."""
+    if outcome == "succeeded":
+        return [index]
+    if isinstance(outcome, str) and outcome.startswith(UNIT_DONE):
+        return [index, *(int(k) for k in outcome.removeprefix(UNIT_DONE).split())]
+    return []
 
 
 def claim_job_stage(
@@ -272,6 +290,23 @@ def claim_part(
     if row.attempts >= max_attempts:
         return PartClaim.EXHAUSTED
     return PartClaim.BUSY
+
+
+def part_pending(session: Session, job_id: str, index: int, stale_after_s: float) -> bool:
+    """Part `index` is queued, or running with a fresh heartbeat (someone will finish it)."""
+    stale = utcnow() - timedelta(seconds=stale_after_s)
+    pending = session.scalar(
+        select(JobPart.part).where(
+            JobPart.job_id == job_id,
+            JobPart.part == index,
+            or_(
+                JobPart.state == LaneState.QUEUED,
+                and_(JobPart.state == LaneState.RUNNING, JobPart.heartbeat_at >= stale),
+            ),
+        )
+    )
+    session.rollback()  # end the read transaction
+    return pending is not None
 
 
 def claimed_attempt(session: Session, job_id: str, index: int) -> int:

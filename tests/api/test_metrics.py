@@ -261,7 +261,7 @@ class FakeTask:
 def test_worker_signal_hooks_count_tasks_durations_and_lane_blocks() -> None:
     registry = CollectorRegistry()
     ticks = iter([10.0, 10.5, 20.0, 23.0, 30.0, 30.25, 40.0, 100.0])
-    lanes = {("job1", 0): 1234, ("job1", 1): 766}
+    lanes = {("job1", 0): 1234, ("job1", 1): 766, ("job2", 0): 10, ("job2", 2): 20, ("job2", 3): 30}
     metrics = TaskMetrics(registry, lane_blocks=lambda job, lane: lanes[(job, lane)], clock=lambda: next(ticks))
     parse, lane = FakeTask(PARSE_TASK), FakeTask(LANE_TASK)
     metrics.on_prerun(task_id="t1", task=parse)
@@ -275,16 +275,18 @@ def test_worker_signal_hooks_count_tasks_durations_and_lane_blocks() -> None:
     metrics.on_failure(sender=lane, task_id="t3", exception=RuntimeError("x"))
     metrics.on_postrun(task_id="t3", task=lane, state=FAILURE, retval=None, args=("job1", 1))
     metrics.on_postrun(task_id="t9", task=lane, state=SUCCESS, retval="skipped", args=("job1", 1))  # no prerun seen
+    took = "succeeded with parts 2 3"  # a lane that took lanes of its unit along (a shared lane core)
+    metrics.on_postrun(task_id="t10", task=lane, state=SUCCESS, retval=took, args=("job2", 0))
     scraped = samples(generate_latest(registry).decode())
     assert family(scraped, "litehit_celery_tasks_total") == {
         frozenset({"task": PARSE_TASK, "state": "started"}.items()): 1,
         frozenset({"task": PARSE_TASK, "state": "success"}.items()): 1,
         frozenset({"task": LANE_TASK, "state": "started"}.items()): 3,
-        frozenset({"task": LANE_TASK, "state": "success"}.items()): 2,
+        frozenset({"task": LANE_TASK, "state": "success"}.items()): 3,
         frozenset({"task": LANE_TASK, "state": "retry"}.items()): 1,
         frozenset({"task": LANE_TASK, "state": "failure"}.items()): 1,
     }
-    assert value(scraped, "litehit_replay_lane_blocks_total") == 1234  # only the lane that succeeded
+    assert value(scraped, "litehit_replay_lane_blocks_total") == 1234 + 10 + 20 + 30  # the lanes that succeeded
     assert value(scraped, "litehit_celery_task_duration_seconds_count", task=PARSE_TASK) == 1
     assert value(scraped, "litehit_celery_task_duration_seconds_sum", task=PARSE_TASK) == 0.5
     assert value(scraped, "litehit_celery_task_duration_seconds_count", task=LANE_TASK) == 3
