@@ -118,7 +118,7 @@ def test_a_write_cut_short_by_a_full_disk_in_a_lane(local: Settings, monkeypatch
     import litehit.jobs.stored as stored
 
     real = np.lib.format.write_array
-    in_lane = stored.run_stored_part
+    in_lane = stored.run_stored_unit
 
     def cut_short(*args: Any, **kwargs: Any) -> Any:
         def short(*a: Any, **k: Any) -> None:
@@ -130,7 +130,7 @@ def test_a_write_cut_short_by_a_full_disk_in_a_lane(local: Settings, monkeypatch
         finally:
             monkeypatch.setattr(np.lib.format, "write_array", real)
 
-    monkeypatch.setattr(stored, "run_stored_part", cut_short)
+    monkeypatch.setattr(stored, "run_stored_unit", cut_short)
     job = run_job(local)
     assert job.state == JobState.FAILED
     error = assert_user_facing(job.error, local)
