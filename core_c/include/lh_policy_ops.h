@@ -59,6 +59,9 @@ typedef struct lh_policy_ops {
    * it, its list successor likely the one after (the simulator prefetches the key map's slot of
    * the first and the second's slot); LH_NIL when not cheaply known. May be NULL. */
   uint32_t (*next_victim)(const void *state, const lh_slot *slots);
+  /* How far the victims follow next_victim's list (its slots' next links), so that the simulator
+   * prefetches the key map slots of that many victims ahead; 0 or 1: the next victim only. */
+  unsigned victim_lead;
   size_t (*memory)(const void *state);
   /* Fills the policy's part of the statistics (may be NULL). */
   void (*stats)(const void *state, lh_sim_stats *stats);

@@ -22,6 +22,7 @@ const lh_policy_ops lh_policy_fifo = {
     .on_hit = fifo_hit,
     .evict = lh_policy_list_evict_head,
     .next_victim = lh_policy_list_head,
+    .victim_lead = 8,
     .memory = lh_policy_list_memory,
     .check = fifo_check,
 };

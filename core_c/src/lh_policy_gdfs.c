@@ -400,6 +400,7 @@ const lh_policy_ops lh_policy_gdfs = {
     .on_hit = gdfs_hit,
     .evict = gdfs_evict,
     .next_victim = gdfs_next_victim,
+    .victim_lead = 8,
     .memory = gdfs_memory,
     .check = gdfs_check,
 };

@@ -44,6 +44,9 @@ struct lh_sim {
   /* evictions in the aligned second of the current request */
   int64_t second;
   uint64_t second_evictions;
+  /* prefetch_victims's cursor: the slot pf_lead evictions ahead of the next victim */
+  uint32_t pf_slot;
+  unsigned pf_lead;
   lh_sim_stats stats;
 };
 
@@ -211,15 +214,34 @@ int lh_sim_gdfs_near_width(lh_sim *s, size_t width) {
   return lh_gdfs_set_near_width(s->policy, width);
 }
 
-/* After an eviction: the next victim's key map slot, and its list successor's slot, on their
- * way into the cache (the victim's own slot was the successor prefetched the time before). */
-static inline void prefetch_victims(const lh_sim *s) {
+/* After an eviction: the key map slots of the next victims on their way into the cache, with the
+ * list slot after the farthest (each eviction's lookup of its victim in the map would otherwise
+ * wait for memory). For a policy whose victims follow a list (victim_lead > 1), a cursor walks it
+ * up to victim_lead evictions ahead of the next victim (next_victim, then list successors); hits
+ * may move what it passed, so it restarts from the next victim once its lead ran out. A hint
+ * only: it changes no result. */
+static inline void prefetch_victims(lh_sim *s) {
 #if defined(__GNUC__)
   if (s->ops->next_victim == NULL) return;
-  uint32_t v = s->ops->next_victim(s->policy, s->slots);
-  if (v == LH_NIL) return;
-  lh_keymap_prefetch(&s->map, s->slots[v].key);
-  if (s->slots[v].next != LH_NIL) __builtin_prefetch(&s->slots[s->slots[v].next], 0, 3);
+  if (s->pf_lead > 0) s->pf_lead--;
+  if (s->pf_lead == 0) {
+    uint32_t v = s->ops->next_victim(s->policy, s->slots);
+    if (v == LH_NIL) return;
+    s->pf_slot = v;
+    lh_keymap_prefetch(&s->map, s->slots[v].key);
+    if (s->ops->victim_lead <= 1) {
+      if (s->slots[v].next != LH_NIL) __builtin_prefetch(&s->slots[s->slots[v].next], 0, 3);
+      return;
+    }
+  }
+  for (int step = 0; step < 2 && s->pf_lead < s->ops->victim_lead; step++) {
+    uint32_t next = s->slots[s->pf_slot].next;
+    if (next == LH_NIL) break;
+    s->pf_slot = next;
+    s->pf_lead++;
+    lh_keymap_prefetch(&s->map, s->slots[next].key);
+    if (s->slots[next].next != LH_NIL) __builtin_prefetch(&s->slots[s->slots[next].next], 0, 3);
+  }
 #else
   (void)s;
 #endif
