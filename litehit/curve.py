@@ -215,10 +215,18 @@ class _Group:
         self.ends[:size] += np.bincount(ends, minlength=size)[:size]
 
     def hit_blocks(self) -> npt.NDArray[np.int64]:
-        """hit_blocks(C) for C = 0 .. largest threshold."""
+        """hit_blocks(C) for C = 0 .. largest threshold. Made in place in the group's arrays (two
+        as long as the largest threshold, its memory peak): it empties the group, so call it once."""
         self._fold()
-        slope = np.cumsum(self.starts - self.ends)
-        return np.cumsum(slope) - slope[0] if len(slope) else slope  # slope[0] is always 0
+        slope, ends = self.starts, self.ends
+        self.starts, self.ends = np.zeros(1, np.int64), np.zeros(1, np.int64)
+        slope -= ends
+        del ends
+        np.cumsum(slope, out=slope)
+        first = int(slope[0])  # always 0
+        np.cumsum(slope, out=slope)
+        slope -= first
+        return slope
 
 
 @dataclass
@@ -383,7 +391,8 @@ def _byte_events(inst: _Instance) -> dict[int, int]:
         for b, t in zip(unique.tolist(), sums.tolist(), strict=True):
             events[b] = events.get(b, 0) + t
     for group in inst.groups.values():
-        hits = group.hit_blocks() * group.block_size
+        hits = group.hit_blocks()
+        hits *= group.block_size
         for c in (np.flatnonzero(np.diff(hits)) + 1).tolist():
             b = c * group.block_bytes
             events[b] = events.get(b, 0) + int(hits[c] - hits[c - 1])
@@ -395,7 +404,8 @@ def _finish(name: bytes, inst: _Instance, targets: Sequence[float]) -> InstanceC
     block_bytes: int | None
     if len(inst.groups) == 1 and not inst.hybrid:
         (group,) = inst.groups.values()
-        hits = group.hit_blocks() * group.block_size
+        hits = group.hit_blocks()
+        hits *= group.block_size
         caps = np.concatenate([[0], np.flatnonzero(np.diff(hits)) + 1]).astype(np.int64)
         values = hits[caps]
         del hits
