@@ -7,9 +7,10 @@ Starts a local stack (uvicorn + one Celery worker with --concurrency 1, then 2; 
 Redis on 127.0.0.1, a free port), uploads a bench/kvtrace.py trace as Mooncake JSONL, and times
 POST /v1/replays until the job succeeded: one lane (b512) on one worker process, then two lanes
 (b512 and a second 512-token lane, fanned out: the same blocks each) on two. A replay job stages
-the trace once (parsed into each lane's requests), runs every lane as its own task, then merges
-the facts; the ratio is the lane-blocks per second of the second run over the first, measured in
-this one run. Target: >= 1.7x.
+the trace once (parsed into each lane's requests), runs its lanes (lanes that see the same
+requests and differ only in TTL, as these two, in one task on one lane core with a TTL view each;
+any other lane in a task of its own), then merges the facts; the ratio is the lane-blocks per
+second of the second run over the first, measured in this one run. Target: >= 1.7x.
 """
 
 from __future__ import annotations

@@ -32,8 +32,9 @@
    the other by a third).
 6. Fan-out on the service (bench_fanout_service.py's measurement over this trace): a local stack
    (uvicorn + a Celery worker, PostgreSQL and Redis on 127.0.0.1, a free port) with one worker
-   process replays one lane, then with two it replays two lanes that see the same blocks; submit
-   to succeeded, best of --repeat, staging and merge included. Target: lane-blocks per second
+   process replays one lane, then with two it replays two lanes that see the same blocks (one task
+   runs both on one lane core, as in process); submit to succeeded, best of --repeat, staging and
+   merge included. Target: lane-blocks per second
    >= 1.7x. Skipped, and said so, when PostgreSQL or Redis does not answer (--no-service: not run).
 
 Ratios are speed ratios (>= 1 beats the reference); each timing is the best of --repeat, the
