@@ -94,7 +94,7 @@ class _Feeding:
         """The units' outcomes as one output per part, in part order; the first failure raises."""
         outputs: list[Any] = [None] * len(self.runs)
         for unit, outcome in zip(self.units, outcomes, strict=True):
-            for k, value in zip(unit, outcome, strict=False):
+            for k, value in zip(unit, outcome, strict=True):
                 outputs[k] = value
         for value in outputs:
             if isinstance(value, BaseException):

@@ -80,8 +80,8 @@ def _replace_summaries(session: Session, kind: JobKind[Any], job_id: str, rows: 
 
 def run_parse(kind: TraceKind[Any], session: Session, settings: Settings, enqueue: Enqueue, job_id: str) -> str:
     """Stage 1: scan, validate, route and normalize the trace once into the job's work folder;
-    then one task per unit of parts (kind.part_units). "skipped" when another worker holds the stage or the job is over,
-    "failed" when the job was ended with the reason."""
+    then one task per unit of parts (kind.part_units). "skipped" when another worker holds the
+    stage or the job is over, "failed" when the job was ended with the reason."""
     storage = Storage(settings.storage)
     if not claim_job_stage(session, job_id, (Stage.QUEUED, Stage.PARSE), Stage.PARSE, settings.stale_after_s):
         return "skipped"
