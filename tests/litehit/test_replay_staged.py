@@ -171,3 +171,37 @@ def test_a_stage_written_before_lane_files_were_shared_is_still_read(tmp_path: P
     stats = {i: lane_stage(spec, work, i) for i in (0, 1)}
     merge_stage(spec, work, stats)
     assert (Path(spec.output_result_path) / FACTS_FILE).read_bytes() == want
+
+
+def test_stage_arrays_read_back_exactly_and_a_cut_file_fails(tmp_path: Path) -> None:
+    """read_arrays reads write_arrays' plain headers itself and hands any other to numpy's reader:
+    every dtype and shape comes back equal and writable; a file cut short is a ValueError."""
+    import numpy as np
+
+    from litehit.replay.staged import read_arrays, write_arrays
+
+    arrays = [
+        np.arange(5, dtype=np.int64),
+        np.zeros((0, 2), np.int64),
+        np.arange(12, dtype=np.int64).reshape(6, 2),
+        np.array([1, 2, 3], np.uint8),
+        np.arange(7, dtype=np.uint32),
+        np.array([0.5, -1.0]),
+        np.array([True, False]),
+        np.array([[1, 2], [3, 4]], dtype=">i4"),  # big-endian: numpy's reader
+        np.array(["ab", "c"]),  # not a number: numpy's reader
+        np.arange(6, dtype=np.int64).reshape(3, 2).T,  # a transposed view: written in C order
+    ]
+    path = tmp_path / "arrays.bin"
+    with path.open("wb") as f:
+        write_arrays(f, *arrays)
+    with path.open("rb") as f:
+        got = read_arrays(f, len(arrays))
+        assert f.read() == b""
+    for want, have in zip(arrays, got, strict=True):
+        assert have.dtype == want.dtype and have.shape == want.shape and np.array_equal(have, want)
+        assert have.flags.writeable
+    whole = path.read_bytes()
+    path.write_bytes(whole[: len(whole) // 3])
+    with path.open("rb") as f, pytest.raises(ValueError, match="EOF"):
+        read_arrays(f, len(arrays))
