@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from litehit.curve import LaneCurves
     from litehit.publish import AtomicPublisher
     from litehit.replay.chunks import Progress
-    from litehit.replay.lanes import LaneFacts, LaneRunner, SharedLanes
+    from litehit.replay.lanes import LaneRunner, SharedLanes
     from litehit.replay.plan import ChunkPlan, LaneWork, ReplayPlan
     from litehit.spec import ReplaySpec
 
@@ -86,15 +86,15 @@ class LanePart:
 class SharedLanePart:
     """A lane of a unit sharing one lane core (SharedLanes): the unit's first lane runs the core
     for every lane of the unit; each lane, fed the chunk right after it (the unit's order),
-    returns its own facts."""
+    returns its own facts of it (SharedLanes.last)."""
 
-    def __init__(self, shared: SharedLanes, view: int, facts: list[list[LaneFacts]]) -> None:
-        self.shared, self.view, self.facts = shared, view, facts  # facts: the chunk's, shared by the unit
+    def __init__(self, shared: SharedLanes, view: int) -> None:
+        self.shared, self.view = shared, view
 
     def feed(self, work: LaneWork) -> tuple[Any, ...]:
         if self.view == 0:
-            self.facts[:] = [self.shared.run(work)]
-        facts = self.facts[0][self.view]
+            self.shared.run(work)
+        facts = self.shared.last[self.view]
         return facts.segments, facts.seg_offsets, facts.cuts
 
     def output(self, categories: list[str]) -> PartOutput:
@@ -270,8 +270,7 @@ class ReplayKind(TraceKind[ReplayJobSpec]):
         from litehit.replay.lanes import SharedLanes
 
         shared = SharedLanes([plan.lanes[part.lane] for part in parts], keep_expired=plan.extended)
-        facts: list[list[LaneFacts]] = []
-        return [SharedLanePart(shared, view, facts) for view in range(len(parts))]
+        return [SharedLanePart(shared, view) for view in range(len(parts))]
 
     def merger(
         self, spec: ReplayJobSpec, runtime: ReplaySpec, plan: ReplayPlan, parts: Sequence[PartPlan]

@@ -104,13 +104,15 @@ class SharedLanes:
         self.core = core_c.LaneViews([spec.ttl_ns for spec in specs], keep_expired=keep_expired)
         self.requests = 0
         self.blocks = 0
+        self.last: list[LaneFacts] = []  # every lane's facts of the last chunk run
 
     def run(self, work: LaneWork) -> list[LaneFacts]:
-        """Every lane's facts of the chunk, in lane order."""
+        """Every lane's facts of the chunk, in lane order (also kept in ``last``)."""
         views = self.core.process_batch(work.keys, work.offsets, work.timestamps)
         self.requests += work.requests
         self.blocks += len(work.keys)
-        return [LaneFacts(f.segments, f.seg_offsets, f.cuts) for f in views]
+        self.last = [LaneFacts(f.segments, f.seg_offsets, f.cuts) for f in views]
+        return self.last
 
     def stats(self, view: int) -> LaneStats:
         """Lane `view`'s: its alive and expired blocks; the core's memory is the first lane's
