@@ -24,7 +24,8 @@
  * Where a key's last access is kept: a resident key's in its slot (ts and cat as the simulator
  * and wa_hit leave them, the request number in prio), so a hit observes at its commit without a
  * look in the trace-level map; every other key's in its entry of that map (`seen`), written when
- * the key is evicted and when a request misses it. A resident slot's aux is its key's entry.
+ * a request misses the key and after the key is evicted (before anything reads the entry). A
+ * resident slot's aux is its key's entry.
  * A request observes each of its distinct keys once: one not resident at its lookup in
  * wa_begin; a resident one at the first of its accesses the commit (tail to head) makes, a hit,
  * or an insertion after this commit evicted it. Observations wait for no fit (fits come before
@@ -69,6 +70,13 @@ typedef struct seen_key { /* the last access of a key while it is not resident *
   int32_t cat;
 } seen_key;
 
+typedef struct evicted_key { /* an eviction's write to its key's entry, not yet made */
+  int64_t ts;
+  uint64_t req;
+  uint32_t entry;
+  int32_t cat;
+} evicted_key;
+
 typedef struct wa {
   int64_t refit_ns, window_ns;
   double life_ns;
@@ -93,6 +101,10 @@ typedef struct wa {
   size_t n_seen, cap_seen;
   uint64_t req_no;
   uint32_t next_victim; /* the hint of the last eviction (wa_next_victim) */
+  /* the evictions since the current request's lookup, their entries prefetched: written when the
+   * next request begins, or sooner when an insertion reads one of their entries */
+  evicted_key *evicted;
+  size_t n_evicted, cap_evicted;
   /* observation runs in the window, oldest first (a ring) */
   obs_run *runs;
   size_t cap_runs, head_run, n_runs; /* cap_runs: a power of two */
@@ -140,6 +152,7 @@ static void wa_destroy(void *state) {
   free(w->touched);
   lh_keymap_free(&w->seen);
   free(w->keys);
+  free(w->evicted);
   free(w->runs);
   free(w->sample);
   free(w);
@@ -175,7 +188,8 @@ static int wa_reserve(void *state, size_t slots, const int64_t *keys, size_t n, 
   }
   if (w->n_seen + n > (size_t)LH_NIL - 1) return -2;
   if (lh_keymap_reserve(&w->seen, n) != 0 ||
-      lh_policy_grow((void **)&w->keys, &w->cap_seen, w->n_seen + n, sizeof(seen_key)) != 0) {
+      lh_policy_grow((void **)&w->keys, &w->cap_seen, w->n_seen + n, sizeof(seen_key)) != 0 ||
+      lh_policy_grow((void **)&w->evicted, &w->cap_evicted, w->n_evicted + n, sizeof(evicted_key)) != 0) {
     return -1;
   }
   if (grow_runs(w, w->n_runs + w->n_touched) != 0) return -1; /* the runs wa_begin flushes */
@@ -294,8 +308,21 @@ static void flush_request(wa *w) {
   w->n_touched = 0;
 }
 
+/* The entries of the keys evicted since the last call, written in the order of the evictions. */
+static void write_evicted(wa *w) {
+  for (size_t e = 0; e < w->n_evicted; e++) {
+    const evicted_key *v = &w->evicted[e];
+    seen_key *k = &w->keys[v->entry];
+    k->ts = v->ts;
+    k->req = v->req;
+    k->cat = v->cat;
+  }
+  w->n_evicted = 0;
+}
+
 static void wa_begin(void *state, const int64_t *keys, const uint32_t *found, size_t n, int64_t now, int32_t cat) {
   wa *w = state;
+  write_evicted(w);
   flush_request(w); /* the request before */
   w->req_now = now;
   if ((size_t)cat >= w->n_cats) w->n_cats = (size_t)cat + 1;
@@ -371,7 +398,10 @@ static void wa_insert(void *state, lh_slot *slots, uint32_t s, const lh_access *
   wa *w = state;
   uint32_t i = lh_keymap_get(&w->seen, slots[s].key); /* every key accessed has an entry */
   seen_key *k = &w->keys[i];
-  if (k->req != w->req_no) { /* resident at the lookup, evicted since by this commit */
+  /* A key not resident at the lookup has this request's number in its entry; any other was
+   * resident then and evicted since by this commit, which may not have written its entry yet. */
+  if (k->req != w->req_no && w->n_evicted > 0) write_evicted(w);
+  if (k->req != w->req_no) {
     observe(w, k->cat, (uint64_t)a->now - (uint64_t)k->ts);
   }
   slots[s].cat = a->cat;
@@ -429,10 +459,16 @@ static uint32_t wa_evict(void *state, lh_slot *slots, const lh_access *a) {
    * evictions, where the runner-up was right for 5%. */
   uint32_t successor = w->cats[slots[best].cat].list.head;
   w->next_victim = successor != LH_NIL ? successor : second;
-  seen_key *k = &w->keys[slots[best].aux]; /* its last access, from now on kept in its entry */
-  k->ts = slots[best].ts;
-  k->req = slots[best].prio;
-  k->cat = slots[best].cat;
+  /* Its last access, from now on kept in its entry: written later (write_evicted), so that the
+   * entry's cache miss overlaps the rest of the commit. */
+  evicted_key *v = &w->evicted[w->n_evicted++];
+  v->ts = slots[best].ts;
+  v->req = slots[best].prio;
+  v->entry = slots[best].aux;
+  v->cat = slots[best].cat;
+#if defined(__GNUC__)
+  __builtin_prefetch(&w->keys[v->entry], 1, 3);
+#endif
   return best;
 }
 
@@ -444,8 +480,8 @@ static uint32_t wa_next_victim(const void *state, const lh_slot *slots) {
 static size_t wa_memory(const void *state) {
   const wa *w = state;
   return sizeof *w + w->cap_cats * sizeof(wa_cat) + (w->cap_active + w->cap_touched) * sizeof(int32_t) +
-         lh_keymap_memory(&w->seen) + w->cap_seen * sizeof(seen_key) + w->cap_runs * sizeof(obs_run) +
-         w->cap_sample * sizeof(int64_t);
+         lh_keymap_memory(&w->seen) + w->cap_seen * sizeof(seen_key) + w->cap_evicted * sizeof(evicted_key) +
+         w->cap_runs * sizeof(obs_run) + w->cap_sample * sizeof(int64_t);
 }
 
 static void wa_stats(const void *state, lh_sim_stats *st) {
