@@ -21,9 +21,17 @@ int lh_vec_reserve(lh_vec *v, size_t extra, size_t elem);
 /* Offers the whole 2 MiB pages inside [p, p + bytes) of a big table read at random (a key map,
  * a bitmap, per-key arrays) to the kernel's transparent huge pages, on Linux and from 4 MiB: its
  * random reads then miss the TLB less, and its first writes fault once per 2 MiB instead of once
- * per 4 KiB. Call it before the new part of the table is first written (a realloc keeps the hint
- * of the part it moved). A hint: where the kernel declines it, nothing changes. */
+ * per 4 KiB. Call it before the new part of the table is first written. A hint: where the kernel
+ * declines it, nothing changes. */
 void lh_advise_huge(void *p, size_t bytes);
+
+/* realloc for such a table: grows (or shrinks) p to `bytes`, keeping its first `keep` bytes, and
+ * advises the result for huge pages. From 4 MiB it copies into a fresh block instead of letting
+ * realloc move the pages: glibc moves a big block with mremap to an address that is not 2 MiB
+ * aligned like the old one, and the kernel then splits every huge page of the part moved (the
+ * policy simulator's arrays, grown by doubling, ended with a third of their memory in 4 KiB
+ * pages, and ran 7-9% slower). NULL on failure, p untouched, as realloc. */
+void *lh_realloc_huge(void *p, size_t keep, size_t bytes);
 
 /* Interned strings: names in a byte vector, count + 1 offsets, and an open-addressing index.
  * The index is its own small table, not the engine's key map (lh_keymap.h): its keys are byte

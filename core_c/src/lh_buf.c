@@ -20,6 +20,24 @@ void lh_advise_huge(void *p, size_t bytes) {
 #endif
 }
 
+void *lh_realloc_huge(void *p, size_t keep, size_t bytes) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  if (bytes >= 2 * HUGE_PAGE) {
+    void *q = malloc(bytes);
+    if (q == NULL) return NULL;
+    lh_advise_huge(q, bytes);
+    if (keep > 0) memcpy(q, p, keep < bytes ? keep : bytes);
+    free(p);
+    return q;
+  }
+#else
+  (void)keep;
+#endif
+  void *q = realloc(p, bytes);
+  if (q != NULL) lh_advise_huge(q, bytes);
+  return q;
+}
+
 int lh_vec_reserve(lh_vec *v, size_t extra, size_t elem) {
   if (v->len + extra <= v->cap) return 0;
   size_t cap = v->cap ? v->cap : 256;

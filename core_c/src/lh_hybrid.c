@@ -238,9 +238,9 @@ static int reserve_positions(lh_hybrid *h, uint64_t need) {
   uint64_t nsb = h->nsb ? h->nsb : MIN_SB;
   while (need >= (nsb << SB_SHIFT)) nsb *= 2;
   for (int t = 0; t < 2; t++) {
-    uint64_t *bits = realloc(h->rs[t].bits, nsb * SB_WORDS * sizeof(uint64_t));
+    uint64_t *bits =
+        lh_realloc_huge(h->rs[t].bits, h->nsb * SB_WORDS * sizeof(uint64_t), nsb * SB_WORDS * sizeof(uint64_t));
     if (bits == NULL) return -1;
-    lh_advise_huge(bits, nsb * SB_WORDS * sizeof(uint64_t));
     h->rs[t].bits = bits;
   }
   counts2 *fen = realloc(h->fen, nsb * sizeof(counts2));

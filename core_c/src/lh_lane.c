@@ -166,12 +166,12 @@ static int grow_positions(lh_lane *L, uint64_t need, char *err, size_t errlen) {
   uint64_t nsb = cap >> SB_SHIFT;
   int32_t *fen = calloc((size_t)nsb + 1, sizeof(int32_t));
   if (fen == NULL) return lh_fail(err, errlen, LH_ENOMEM, "out of memory growing lane positions");
-  uint64_t *bits = realloc(L->bits, (size_t)(cap / 64) * sizeof(uint64_t));
+  uint64_t *bits =
+      lh_realloc_huge(L->bits, (size_t)(L->pos_cap / 64) * sizeof(uint64_t), (size_t)(cap / 64) * sizeof(uint64_t));
   if (bits == NULL) {
     free(fen);
     return lh_fail(err, errlen, LH_ENOMEM, "out of memory growing lane positions");
   }
-  lh_advise_huge(bits, (size_t)(cap / 64) * sizeof(uint64_t));
   memset(bits + L->pos_cap / 64, 0, (size_t)((cap - L->pos_cap) / 64) * sizeof(uint64_t));
   fen_rebuild(fen, nsb, bits);
   free(L->fen);

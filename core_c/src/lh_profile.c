@@ -23,9 +23,8 @@ static int reserve(array *a, size_t extra, size_t elem) {
   if (a->len > SIZE_MAX / elem - extra) return -1;
   size_t need = a->len + extra, cap = a->cap < 64 ? 64 : a->cap;
   while (cap < need) cap = cap > SIZE_MAX / elem / 5 * 4 ? need : cap + cap / 4;
-  void *data = realloc(a->data, cap * elem);
+  void *data = lh_realloc_huge(a->data, a->len * elem, cap * elem); /* the per-key arrays are read at random */
   if (data == NULL) return -1;
-  lh_advise_huge(data, cap * elem); /* the per-key arrays are read at random */
   a->data = data;
   a->cap = cap;
   return 0;

@@ -114,9 +114,8 @@ int lh_policy_grow(void **p, size_t *cap, size_t need, size_t elem) {
     if (c > SIZE_MAX / 2 / elem) return -1;
     c *= 2;
   }
-  void *q = realloc(*p, c * elem);
+  void *q = lh_realloc_huge(*p, *cap * elem, c * elem); /* slots and per-key arrays are read at random */
   if (q == NULL) return -1;
-  lh_advise_huge(q, c * elem); /* slots and per-key arrays are read at random */
   *p = q;
   *cap = c;
   return 0;
