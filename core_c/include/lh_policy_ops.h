@@ -50,6 +50,10 @@ typedef struct lh_policy_ops {
    * a hit: a TTL may have expired it), else LH_NIL. Cannot fail after a successful reserve. May
    * be NULL: the lookup then stops at the first key that is not a hit. */
   void (*begin_request)(void *state, const int64_t *keys, const uint32_t *found, size_t n, int64_t now, int32_t cat);
+  /* A hint, called during the lookup for each key it finds not resident, so that a policy which
+   * looks such keys up in a map of its own (WA) starts loading them while the lookup goes on.
+   * Changes nothing. May be NULL. */
+  void (*prefetch_absent)(const void *state, int64_t key);
   void (*on_insert)(void *state, lh_slot *slots, uint32_t s, const lh_access *a);
   void (*on_hit)(void *state, lh_slot *slots, uint32_t s, const lh_access *a);
   /* Picks the victim among the resident slots (there is at least one), unlinks it from the

@@ -356,9 +356,6 @@ static void wa_begin(void *state, const int64_t *keys, const uint32_t *found, si
   }
   w->req_no++;
   for (size_t j = 0; j < n; j++) {
-    if (found[j] == LH_NIL) lh_keymap_prefetch(&w->seen, keys[j]);
-  }
-  for (size_t j = 0; j < n; j++) {
     if (found[j] != LH_NIL) continue; /* resident: observed at its commit */
     uint32_t i = lh_keymap_get(&w->seen, keys[j]);
     if (i == LH_NIL) {
@@ -374,6 +371,9 @@ static void wa_begin(void *state, const int64_t *keys, const uint32_t *found, si
     w->keys[i].cat = cat;
   }
 }
+
+/* The lookup's hint: this request will look key up in `seen` (wa_begin). */
+static void wa_prefetch_absent(const void *state, int64_t key) { lh_keymap_prefetch(&((const wa *)state)->seen, key); }
 
 static void link(wa *w, lh_slot *slots, uint32_t s, int32_t cat) {
   wa_cat *c = &w->cats[cat];
@@ -544,6 +544,7 @@ const lh_policy_ops lh_policy_wa = {
     .destroy = wa_destroy,
     .reserve = wa_reserve,
     .begin_request = wa_begin,
+    .prefetch_absent = wa_prefetch_absent,
     .on_insert = wa_insert,
     .on_hit = wa_hit,
     .evict = wa_evict,

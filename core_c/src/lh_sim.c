@@ -258,6 +258,7 @@ static int64_t run_request(lh_sim *s, const int64_t *keys, size_t n, int64_t now
 #if defined(__GNUC__)
     if (slot != LH_NIL) __builtin_prefetch(&s->slots[slot], 1, 3); /* the commit touches it (tail to head) */
 #endif
+    if (slot == LH_NIL && s->ops->prefetch_absent != NULL) s->ops->prefetch_absent(s->policy, keys[known]);
     s->found[known++] = slot;
     if (hits + 1 == known && slot != LH_NIL && alive(s, slot, now)) {
       hits++;
