@@ -278,6 +278,68 @@ static void test_advise_huge(void) {
 #endif
 }
 
+/* The AnonHugePages (KiB) of the mapping holding addr in /proc/self/smaps, or -1. */
+static long huge_kib(uintptr_t addr) {
+  FILE *f = fopen("/proc/self/smaps", "r");
+  if (f == NULL) return -1;
+  char line[512];
+  int inside = 0;
+  long found = -1;
+  while (fgets(line, sizeof line, f) != NULL) {
+    unsigned long lo, hi;
+    if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' ')) {
+      inside = addr >= lo && addr < hi;
+    } else if (inside && sscanf(line, "AnonHugePages: %ld kB", &found) == 1) {
+      break;
+    }
+  }
+  fclose(f);
+  return found;
+}
+
+/* lh_realloc_huge keeps the first `keep` bytes whichever way it grows or shrinks, and a block
+ * grown past 4 MiB keeps its huge pages (realloc moved big blocks by remapping them, which split
+ * every huge page of the part moved). */
+static void test_realloc_huge(void) {
+  const size_t mib = (size_t)1 << 20;
+  size_t sizes[] = {1000, mib, 3 * mib, 6 * mib + 7, 40 * mib, 5 * mib, 512};
+  unsigned char *p = NULL;
+  size_t have = 0;
+  for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+    size_t keep = have < sizes[i] ? have : sizes[i];
+    unsigned char *q = lh_realloc_huge(p, have, sizes[i]);
+    CHECK(q != NULL);
+    if (q == NULL) break;
+    int kept = 1;
+    for (size_t j = 0; j < keep; j++) kept &= q[j] == (unsigned char)(j * 31 + j / 4096);
+    CHECK(kept);
+    for (size_t j = keep; j < sizes[i]; j++) q[j] = (unsigned char)(j * 31 + j / 4096);
+    p = q;
+    have = sizes[i];
+  }
+  free(p);
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  size_t old = 64 * mib; /* far above malloc's mmap threshold: a mapping of its own */
+  unsigned char *a = lh_realloc_huge(NULL, 0, old);
+  CHECK(a != NULL);
+  if (a == NULL) return;
+  memset(a, 0x5A, old);
+  long before = huge_kib((uintptr_t)a + old / 2);
+  if (before < 4096) {
+    printf("skipped: the kernel gave the test no huge pages (%ld KiB)\n", before);
+    free(a);
+    return;
+  }
+  unsigned char *b = lh_realloc_huge(a, old, 2 * old);
+  CHECK(b != NULL);
+  if (b == NULL) return;
+  CHECK(b[0] == 0x5A && b[old - 1] == 0x5A);
+  long after = huge_kib((uintptr_t)b + old / 2); /* the part that was moved */
+  CHECK(after >= before / 2);
+  free(b);
+#endif
+}
+
 static void test_large_growth(void) {
   lh_lane *lane = NULL;
   char err[LH_ERR_LEN];
@@ -416,6 +478,7 @@ int main(void) {
   test_key_numbers(0);
   test_key_numbers(25);
   test_advise_huge();
+  test_realloc_huge();
   test_views();
   return finish("core");
 }
