@@ -218,24 +218,37 @@ static void test_random_against_naive(int64_t ttl, unsigned flags, size_t reques
   lh_lane_destroy(lane);
 }
 
-/* Whether the mapping holding addr is flagged for huge pages in /proc/self/smaps: 1 or 0, or -1
- * when that cannot be read. */
-static int huge_flagged(uintptr_t addr) {
+/* The line starting with `field` in /proc/self/smaps's entry for the mapping holding addr, into
+ * line: 1, or 0 when there is none or /proc/self/smaps cannot be read. */
+static int smaps_line(uintptr_t addr, const char *field, char *line, size_t size) {
   FILE *f = fopen("/proc/self/smaps", "r");
-  if (f == NULL) return -1;
-  char line[512];
-  int inside = 0, found = -1;
-  while (fgets(line, sizeof line, f) != NULL) {
+  if (f == NULL) return 0;
+  int inside = 0, found = 0;
+  while (!found && fgets(line, (int)size, f) != NULL) {
     unsigned long lo, hi;
     if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' ')) {
       inside = addr >= lo && addr < hi;
-    } else if (inside && strncmp(line, "VmFlags:", 8) == 0) {
-      found = strstr(line, " hg") != NULL;
-      break;
+    } else {
+      found = inside && strncmp(line, field, strlen(field)) == 0;
     }
   }
   fclose(f);
   return found;
+}
+
+/* Whether the mapping holding addr is flagged for huge pages in /proc/self/smaps: 1 or 0, or -1
+ * when that cannot be read. */
+static int huge_flagged(uintptr_t addr) {
+  char line[512];
+  return smaps_line(addr, "VmFlags:", line, sizeof line) ? strstr(line, " hg") != NULL : -1;
+}
+
+/* The AnonHugePages (KiB) of the mapping holding addr in /proc/self/smaps, or -1. */
+static long huge_kib(uintptr_t addr) {
+  char line[512];
+  long kib = -1;
+  if (smaps_line(addr, "AnonHugePages:", line, sizeof line)) (void)sscanf(line, "AnonHugePages: %ld kB", &kib);
+  return kib;
 }
 
 /* lh_advise_huge flags exactly the whole 2 MiB pages inside a big table, and none of a small one.
@@ -276,25 +289,6 @@ static void test_advise_huge(void) {
 #else
   printf("skipped: no madvise(MADV_HUGEPAGE) here\n");
 #endif
-}
-
-/* The AnonHugePages (KiB) of the mapping holding addr in /proc/self/smaps, or -1. */
-static long huge_kib(uintptr_t addr) {
-  FILE *f = fopen("/proc/self/smaps", "r");
-  if (f == NULL) return -1;
-  char line[512];
-  int inside = 0;
-  long found = -1;
-  while (fgets(line, sizeof line, f) != NULL) {
-    unsigned long lo, hi;
-    if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' ')) {
-      inside = addr >= lo && addr < hi;
-    } else if (inside && sscanf(line, "AnonHugePages: %ld kB", &found) == 1) {
-      break;
-    }
-  }
-  fclose(f);
-  return found;
 }
 
 /* lh_realloc_huge keeps the first `keep` bytes whichever way it grows or shrinks, and a block
