@@ -25,15 +25,24 @@ int lh_vec_reserve(lh_vec *v, size_t extra, size_t elem);
  * declines it, nothing changes. */
 void lh_advise_huge(void *p, size_t bytes);
 
-/* realloc for such a table: grows (or shrinks) p to `bytes`, keeping its first `keep` bytes, and
- * advises the result for huge pages. From 4 MiB it copies into a fresh block instead of letting
- * realloc move the pages: glibc moves a big block with mremap to an address that is not 2 MiB
- * aligned like the old one, and the kernel then splits every huge page of the part moved (a
- * process running the policy simulator, whose arrays grow by doubling, ended with a third of its
- * memory in 4 KiB pages, against a seventh when they are copied, and the simulator ran 7-14%
- * slower). Like a key map's growth, the copy holds the old block and the new one at once. NULL on
- * failure, p untouched, as realloc. */
-void *lh_realloc_huge(void *p, size_t keep, size_t bytes);
+/* Such a table's block. Below LH_HUGE_MIN (4 MiB) it is malloc's; from it, on Linux, it is a
+ * mapping of its own, 2 MiB-aligned and advised for huge pages, so that it grows by moving its
+ * pages, not by copying them (mremap to a 2 MiB-aligned address: the kernel moves each huge page
+ * whole). realloc would not do: glibc moves a big block with mremap to an address that is not
+ * 2 MiB-aligned like the old one, and the kernel then splits every huge page of the part moved (a
+ * process running the policy simulator ended with a third of its memory in 4 KiB pages, and ran
+ * 7-14% slower); copying into a fresh block keeps them but writes, and faults in, the whole table
+ * again at each growth: on a VM whose host takes freed memory back, new pages are the slowest
+ * memory there is (0.5 GB/s on this machine kind against 7-8 GB/s for pages already in use).
+ *
+ * A block's size travels with it: every call takes the bytes last asked for it (0 for NULL), as
+ * the caller's capacity records them. lh_realloc_huge grows (or shrinks) p from old_bytes to
+ * `bytes`, keeping its first `keep` (<= both) bytes: NULL on failure, p untouched, as realloc; a
+ * fresh mapping's new part reads as zeros, malloc's may not. lh_free_huge releases it (NULL: a
+ * no-op). Never hand such a block to free() or realloc(). */
+#define LH_HUGE_MIN ((size_t)4 << 20)
+void *lh_realloc_huge(void *p, size_t old_bytes, size_t keep, size_t bytes);
+void lh_free_huge(void *p, size_t bytes);
 
 /* Interned strings: names in a byte vector, count + 1 offsets, and an open-addressing index.
  * The index is its own small table, not the engine's key map (lh_keymap.h): its keys are byte

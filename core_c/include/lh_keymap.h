@@ -11,8 +11,10 @@
  * At most max_load_percent full: 50 by default, higher for maps that trade probes for memory (the
  * profile's and WA's 75, the lane's 80, the evidence's 90). Growth happens only in
  * lh_keymap_reserve, which doubles the capacity (64 slots at first) until the keys fit, so a caller
- * reserves first and then puts without any failure path. The slot a key lands in depends only on
- * the keys put and deleted and their order, never on the platform.
+ * reserves first and then puts without any failure path. It grows the slots in place (a big
+ * table's block, lh_buf.h: its pages stay, new ones are added after them) and moves the keys to
+ * their new places there. The slot a key lands in depends only on the keys put and deleted and
+ * their order, never on the platform.
  *
  * Keys move only in lh_keymap_reserve, lh_keymap_del and lh_keymap_del_at. In between, a caller
  * may keep a slot index (lh_keymap_find) and rewrite that slot's value (lh_keymap_set_val), as

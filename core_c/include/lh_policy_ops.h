@@ -50,9 +50,10 @@ typedef struct lh_policy_ops {
    * a hit: a TTL may have expired it), else LH_NIL. Cannot fail after a successful reserve. May
    * be NULL: the lookup then stops at the first key that is not a hit. */
   void (*begin_request)(void *state, const int64_t *keys, const uint32_t *found, size_t n, int64_t now, int32_t cat);
-  /* A hint, called during the lookup for each key it finds not resident, so that a policy which
-   * looks such keys up in a map of its own (WA) starts loading them while the lookup goes on.
-   * Changes nothing. May be NULL. */
+  /* A hint for a policy with begin_request, called during the lookup (which then goes from the
+   * last key to the first) for each key it finds not resident, so that a policy which looks such
+   * keys up in a map of its own (WA) starts loading them while the lookup goes on. Changes
+   * nothing. May be NULL. */
   void (*prefetch_absent)(const void *state, int64_t key);
   void (*on_insert)(void *state, lh_slot *slots, uint32_t s, const lh_access *a);
   void (*on_hit)(void *state, lh_slot *slots, uint32_t s, const lh_access *a);
@@ -94,8 +95,10 @@ int lh_sim_gdfs_near_width(lh_sim *sim, size_t width);
 int lh_gdfs_set_near_width(void *state, size_t width); /* the policy's half of it */
 
 /* Grows *p (an array of *cap elements of elem bytes) to hold at least `need`, doubling; 0, or -1
- * on allocation failure with *p and *cap unchanged. (lh_sim.c) */
+ * on allocation failure with *p and *cap unchanged. Such an array is a big table's block
+ * (lh_realloc_huge): lh_policy_free releases it, never free(). (lh_sim.c) */
 int lh_policy_grow(void **p, size_t *cap, size_t need, size_t elem);
+void lh_policy_free(void *p, size_t cap, size_t elem);
 
 /* The k-th smallest (from 0) of a[0 .. n), k < n, reordering a; the value a full sort would put
  * at k. Quickselect (median-of-three pivot, Hoare's partition, which splits runs of equal values

@@ -1,5 +1,5 @@
 /* lh_buf.c - growable arrays, interned strings and the huge-page hint. */
-#define _DEFAULT_SOURCE /* madvise */
+#define _GNU_SOURCE /* madvise, mremap */
 #include "lh_buf.h"
 
 #include <stdlib.h>
@@ -20,22 +20,87 @@ void lh_advise_huge(void *p, size_t bytes) {
 #endif
 }
 
-void *lh_realloc_huge(void *p, size_t keep, size_t bytes) {
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-  if (bytes >= 2 * HUGE_PAGE) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE) && defined(MREMAP_MAYMOVE) && defined(MREMAP_FIXED)
+#define OWN_MAPPINGS 1
+
+/* The bytes a mapped block of `bytes` takes: whole 2 MiB pages. */
+static size_t mapped_len(size_t bytes) { return (bytes + HUGE_PAGE - 1) & ~(size_t)(HUGE_PAGE - 1); }
+
+/* A fresh read-write mapping of len bytes (a multiple of 2 MiB) at a 2 MiB-aligned address. */
+static void *map_aligned(size_t len) {
+  size_t span = len + HUGE_PAGE;
+  char *r = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (r == MAP_FAILED) return NULL;
+  char *a = (char *)(((uintptr_t)r + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1));
+  if (a > r) (void)munmap(r, (size_t)(a - r));
+  if (r + span > a + len) (void)munmap(a + len, (size_t)(r + span - (a + len)));
+  (void)madvise(a, len, MADV_HUGEPAGE);
+  return a;
+}
+
+/* The mapped block p of old_len bytes grown to len: in place when the addresses after it are
+ * free, else its pages moved to a fresh 2 MiB-aligned range. */
+static void *remap_aligned(void *p, size_t old_len, size_t len) {
+  void *q = mremap(p, old_len, len, 0);
+  if (q != MAP_FAILED) return q;
+  void *dst = map_aligned(len); /* reserves the range: MREMAP_FIXED replaces it */
+  if (dst == NULL) return NULL;
+  q = mremap(p, old_len, len, MREMAP_MAYMOVE | MREMAP_FIXED, dst);
+  if (q == MAP_FAILED) {
+    (void)munmap(dst, len);
+    return NULL;
+  }
+  (void)madvise(q, len, MADV_HUGEPAGE);
+  return q;
+}
+#endif
+
+void *lh_realloc_huge(void *p, size_t old_bytes, size_t keep, size_t bytes) {
+#if defined(OWN_MAPPINGS)
+  int was_mapped = p != NULL && old_bytes >= LH_HUGE_MIN;
+  if (bytes >= LH_HUGE_MIN) {
+    if (was_mapped) {
+      size_t old_len = mapped_len(old_bytes), len = mapped_len(bytes);
+      if (len == old_len) return p;
+      if (len < old_len) {
+        (void)munmap((char *)p + len, old_len - len);
+        return p;
+      }
+      void *q = remap_aligned(p, old_len, len);
+      if (q != NULL) return q;
+    }
+    void *q = map_aligned(mapped_len(bytes)); /* from malloc's block, or a move that failed */
+    if (q == NULL) return NULL;
+    if (p != NULL && keep > 0) memcpy(q, p, keep);
+    lh_free_huge(p, old_bytes);
+    return q;
+  }
+  if (was_mapped) {
     void *q = malloc(bytes);
     if (q == NULL) return NULL;
-    lh_advise_huge(q, bytes);
     if (keep > 0) memcpy(q, p, keep < bytes ? keep : bytes);
-    free(p);
+    lh_free_huge(p, old_bytes);
     return q;
   }
 #else
-  (void)keep;
+  (void)old_bytes, (void)keep;
 #endif
   void *q = realloc(p, bytes);
   if (q != NULL) lh_advise_huge(q, bytes);
   return q;
+}
+
+void lh_free_huge(void *p, size_t bytes) {
+  if (p == NULL) return;
+#if defined(OWN_MAPPINGS)
+  if (bytes >= LH_HUGE_MIN) {
+    (void)munmap(p, mapped_len(bytes));
+    return;
+  }
+#else
+  (void)bytes;
+#endif
+  free(p);
 }
 
 int lh_vec_reserve(lh_vec *v, size_t extra, size_t elem) {

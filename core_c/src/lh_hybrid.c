@@ -42,6 +42,7 @@ __extension__ typedef unsigned __int128 u128;
 typedef struct rankset {
   uint64_t *bits; /* SB_WORDS x nsb words */
   uint64_t count; /* set bits */
+  size_t bytes;   /* allocated (a big table's block: lh_realloc_huge, lh_free_huge) */
 } rankset;
 
 typedef struct counts2 {
@@ -238,10 +239,11 @@ static int reserve_positions(lh_hybrid *h, uint64_t need) {
   uint64_t nsb = h->nsb ? h->nsb : MIN_SB;
   while (need >= (nsb << SB_SHIFT)) nsb *= 2;
   for (int t = 0; t < 2; t++) {
-    uint64_t *bits =
-        lh_realloc_huge(h->rs[t].bits, h->nsb * SB_WORDS * sizeof(uint64_t), nsb * SB_WORDS * sizeof(uint64_t));
+    size_t bytes = nsb * SB_WORDS * sizeof(uint64_t);
+    uint64_t *bits = lh_realloc_huge(h->rs[t].bits, h->rs[t].bytes, h->nsb * SB_WORDS * sizeof(uint64_t), bytes);
     if (bits == NULL) return -1;
     h->rs[t].bits = bits;
+    h->rs[t].bytes = bytes;
   }
   counts2 *fen = realloc(h->fen, nsb * sizeof(counts2));
   if (fen == NULL) return -1;
@@ -471,16 +473,17 @@ static void compact(lh_hybrid *h) {
   pairmap map = {NULL, 0, 0};
   uint64_t *bits[2] = {NULL, NULL};
   uint64_t words = h->nsb * SB_WORDS;
+  size_t bytes = (size_t)words * sizeof(uint64_t);
   uint64_t *before = malloc((words + 1) * sizeof(uint64_t));
   int ok = before != NULL && (!rebuild || pm_reserve(&map, (size_t)alive_count(h, FULL)) == 0);
   for (int t = 0; t < 2 && ok; t++) {
-    bits[t] = calloc(h->nsb * SB_WORDS, sizeof(uint64_t));
+    bits[t] = lh_realloc_huge(NULL, 0, 0, bytes);
     ok = bits[t] != NULL;
-    lh_advise_huge(bits[t], h->nsb * SB_WORDS * sizeof(uint64_t));
+    if (ok) memset(bits[t], 0, bytes);
   }
   if (!ok) {
     free(map.slots);
-    for (int t = 0; t < 2; t++) free(bits[t]);
+    for (int t = 0; t < 2; t++) lh_free_huge(bits[t], bytes);
     free(before);
     return;
   }
@@ -532,8 +535,9 @@ static void compact(lh_hybrid *h) {
     h->map = map;
   }
   for (int t = 0; t < 2; t++) {
-    free(h->rs[t].bits);
+    lh_free_huge(h->rs[t].bits, h->rs[t].bytes);
     h->rs[t].bits = bits[t];
+    h->rs[t].bytes = bytes;
     h->rs[t].count = kept[t];
   }
   free(before);
@@ -575,7 +579,7 @@ int lh_hybrid_create(lh_hybrid **out, const lh_hybrid_config *config, char *err,
 void lh_hybrid_destroy(lh_hybrid *h) {
   if (h == NULL) return;
   free(h->map.slots);
-  for (int t = 0; t < 2; t++) free(h->rs[t].bits);
+  for (int t = 0; t < 2; t++) lh_free_huge(h->rs[t].bits, h->rs[t].bytes);
   free(h->fen);
   free(h->ep_start);
   free(h->ep_ts);

@@ -13,13 +13,35 @@ static unsigned load_percent(const lh_keymap *m) {
   return m->max_load_percent == 0 ? 50 : m->max_load_percent > 90 ? 90 : m->max_load_percent;
 }
 
-/* Puts the cap slots of old into m, whole slots (a wide map's aux moves with its key). */
-static inline void rehash_w(lh_keymap *m, const lh_keymap *old, size_t cap, size_t w) {
-  for (size_t i = 0; i < cap; i++) {
-    if (lh_keymap_val_w(old, i, w) == LH_NIL) continue;
-    size_t j = lh_keymap_home(m, lh_keymap_key_w(old, i, w));
-    while (lh_keymap_val_w(m, j, w) != LH_NIL) j = (j + 1) & m->mask;
-    memcpy(m->slots + j * w, old->slots + i * w, w);
+static inline int bit(const uint64_t *bits, size_t i) { return (int)(bits[i >> 6] >> (i & 63)) & 1; }
+
+/* Puts the keys of m's first old_cap slots where m's larger mask puts them, in place (the slots
+ * after them empty; pending: old_cap zeroed bits). Every key starts pending and is placed at the
+ * first slot of its probe run that is empty or pending, swapping with a pending key, which then
+ * takes its turn. So every slot a placed key's probe passes holds a placed key, and placed keys
+ * never move: each key's probe run ends at it. Whole slots move (a wide map's aux with its key). */
+static inline void rehash_w(lh_keymap *m, size_t old_cap, uint64_t *pending, size_t w) {
+  for (size_t i = 0; i < old_cap; i++) {
+    if (lh_keymap_val_w(m, i, w) != LH_NIL) pending[i >> 6] |= UINT64_C(1) << (i & 63);
+  }
+  unsigned char held[LH_KEYMAP_WIDE_SLOT];
+  for (size_t i = 0; i < old_cap; i++) {
+    while (bit(pending, i)) {
+      size_t j = lh_keymap_home(m, lh_keymap_key_w(m, i, w));
+      while (lh_keymap_val_w(m, j, w) != LH_NIL && !(j < old_cap && bit(pending, j))) j = (j + 1) & m->mask;
+      if (j == i) {
+        pending[i >> 6] &= ~(UINT64_C(1) << (i & 63));
+      } else if (lh_keymap_val_w(m, j, w) == LH_NIL) {
+        memcpy(m->slots + j * w, m->slots + i * w, w);
+        lh_keymap_set_val_w(m, i, LH_NIL, w);
+        pending[i >> 6] &= ~(UINT64_C(1) << (i & 63));
+      } else { /* j holds a pending key: it comes to i, and i's key is placed at j */
+        memcpy(held, m->slots + j * w, w);
+        memcpy(m->slots + j * w, m->slots + i * w, w);
+        memcpy(m->slots + i * w, held, w);
+        pending[j >> 6] &= ~(UINT64_C(1) << (j & 63));
+      }
+    }
   }
 }
 
@@ -35,19 +57,26 @@ int lh_keymap_reserve(lh_keymap *m, size_t extra) {
     new_cap *= 2;
   }
   size_t w = lh_keymap_width(m);
-  unsigned char *slots = malloc(new_cap * w);
-  if (slots == NULL) return -1;
-  lh_advise_huge(slots, new_cap * w);
-  memset(slots, 0xFF, new_cap * w); /* every value LH_NIL: every slot empty */
-  lh_keymap old = *m;
+  /* Grown in place: a big table's block keeps its pages and adds new ones after them (see
+   * lh_realloc_huge), where a fresh table would fault in, and write, all of them again. */
+  uint64_t *pending = cap == 0 ? NULL : calloc((cap + 63) / 64, sizeof(uint64_t));
+  if (cap > 0 && pending == NULL) return -1;
+  unsigned char *slots = lh_realloc_huge(m->slots, cap * w, cap * w, new_cap * w);
+  if (slots == NULL) {
+    free(pending);
+    return -1;
+  }
+  memset(slots + cap * w, 0xFF, (new_cap - cap) * w); /* every value LH_NIL: the new slots empty */
   m->slots = slots;
   m->mask = new_cap - 1;
-  if (w == LH_KEYMAP_WIDE_SLOT) {
-    rehash_w(m, &old, cap, LH_KEYMAP_WIDE_SLOT);
-  } else {
-    rehash_w(m, &old, cap, LH_KEYMAP_SLOT);
+  if (cap > 0) {
+    if (w == LH_KEYMAP_WIDE_SLOT) {
+      rehash_w(m, cap, pending, LH_KEYMAP_WIDE_SLOT);
+    } else {
+      rehash_w(m, cap, pending, LH_KEYMAP_SLOT);
+    }
   }
-  free(old.slots);
+  free(pending);
   return 0;
 }
 
@@ -111,7 +140,7 @@ size_t lh_keymap_room(const lh_keymap *m) { return load_limit(lh_keymap_capacity
 size_t lh_keymap_memory(const lh_keymap *m) { return lh_keymap_capacity(m) * lh_keymap_width(m); }
 
 void lh_keymap_free(lh_keymap *m) {
-  free(m->slots);
+  lh_free_huge(m->slots, lh_keymap_memory(m));
   m->slots = NULL;
   m->mask = 0;
   m->count = 0;

@@ -166,8 +166,8 @@ static int grow_positions(lh_lane *L, uint64_t need, char *err, size_t errlen) {
   uint64_t nsb = cap >> SB_SHIFT;
   int32_t *fen = calloc((size_t)nsb + 1, sizeof(int32_t));
   if (fen == NULL) return lh_fail(err, errlen, LH_ENOMEM, "out of memory growing lane positions");
-  uint64_t *bits =
-      lh_realloc_huge(L->bits, (size_t)(L->pos_cap / 64) * sizeof(uint64_t), (size_t)(cap / 64) * sizeof(uint64_t));
+  size_t old_bytes = (size_t)(L->pos_cap / 64) * sizeof(uint64_t);
+  uint64_t *bits = lh_realloc_huge(L->bits, old_bytes, old_bytes, (size_t)(cap / 64) * sizeof(uint64_t));
   if (bits == NULL) {
     free(fen);
     return lh_fail(err, errlen, LH_ENOMEM, "out of memory growing lane positions");
@@ -337,19 +337,18 @@ static int compact(lh_lane *L) {
   /* Give back a position space that has become far too large (e.g. after mass expiry). */
   uint64_t want = pow2_at_least(2 * (COMPACT_FACTOR * alive + SLACK), MIN_POS_CAP);
   if (L->pos_cap > 4 * want) {
-    uint64_t *bits = calloc((size_t)(want / 64), sizeof(uint64_t));
+    /* every word past the survivors' is 0: the first want / 64 words are the new bitmap */
+    size_t bytes = (size_t)(want / 64) * sizeof(uint64_t);
     int32_t *fen = calloc((size_t)(want >> SB_SHIFT) + 1, sizeof(int32_t));
-    if (bits != NULL && fen != NULL) {
-      lh_advise_huge(bits, (size_t)(want / 64) * sizeof(uint64_t));
-      memcpy(bits, L->bits, (size_t)(((alive >> 6) + 1) * sizeof(uint64_t)));
-      free(L->bits);
+    uint64_t *bits =
+        fen == NULL ? NULL : lh_realloc_huge(L->bits, (size_t)(L->pos_cap / 64) * sizeof(uint64_t), bytes, bytes);
+    if (bits != NULL) {
       free(L->fen);
       L->bits = bits;
       L->fen = fen;
       L->pos_cap = want;
       L->nsb = want >> SB_SHIFT;
     } else {
-      free(bits);
       free(fen);
     }
   }
@@ -408,7 +407,7 @@ int lh_lane_create(lh_lane **out, int64_t ttl_ns, unsigned flags, char *err, siz
 
 static void release_state(lh_lane *L) {
   lh_keymap_free(&L->map);
-  free(L->bits);
+  lh_free_huge(L->bits, (size_t)(L->pos_cap / 64) * sizeof(uint64_t));
   free(L->fen);
   for (size_t v = 0; v < L->n_views; v++) {
     free(L->views[v].ep_start);

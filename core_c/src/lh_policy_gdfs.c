@@ -93,8 +93,8 @@ static int gdfs_create(void **state, const lh_wa_params *wa, char *err, size_t e
 static void gdfs_destroy(void *state) {
   gdfs *g = state;
   if (g == NULL) return;
-  free(g->b);
-  free(g->heap);
+  lh_policy_free(g->b, g->cap, sizeof(bucket));
+  lh_policy_free(g->heap, g->heap_cap, sizeof(uint32_t));
   free_near(g);
   lh_keymap_free(&g->by_h);
   free(g);

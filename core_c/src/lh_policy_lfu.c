@@ -35,7 +35,7 @@ static int lfu_create(void **state, const lh_wa_params *wa, char *err, size_t er
 
 static void lfu_destroy(void *state) {
   lfu *f = state;
-  if (f != NULL) free(f->b);
+  if (f != NULL) lh_policy_free(f->b, f->cap, sizeof(bucket));
   free(f);
 }
 

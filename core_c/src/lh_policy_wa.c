@@ -147,14 +147,14 @@ static int wa_create(void **state, const lh_wa_params *p, char *err, size_t errl
 static void wa_destroy(void *state) {
   wa *w = state;
   if (w == NULL) return;
-  free(w->cats);
-  free(w->active);
-  free(w->touched);
+  lh_policy_free(w->cats, w->cap_cats, sizeof(wa_cat));
+  lh_policy_free(w->active, w->cap_active, sizeof(int32_t));
+  lh_policy_free(w->touched, w->cap_touched, sizeof(int32_t));
   lh_keymap_free(&w->seen);
-  free(w->keys);
-  free(w->evicted);
+  lh_policy_free(w->keys, w->cap_seen, sizeof(seen_key));
+  lh_policy_free(w->evicted, w->cap_evicted, sizeof(evicted_key));
   free(w->runs);
-  free(w->sample);
+  lh_policy_free(w->sample, w->cap_sample, sizeof(int64_t));
   free(w);
 }
 
@@ -268,7 +268,7 @@ static void fit(wa *w, int64_t t) {
   if (!w->life_fixed) {
     w->life_ns = p90_ns(w->sample, w->n_sample);
     w->life_fixed = 1;
-    free(w->sample);
+    lh_policy_free(w->sample, w->cap_sample, sizeof(int64_t));
     w->sample = NULL;
     w->n_sample = w->cap_sample = 0;
   }
@@ -356,11 +356,12 @@ static void wa_begin(void *state, const int64_t *keys, const uint32_t *found, si
   }
   w->req_no++;
   for (size_t j = 0; j < n; j++) {
-    if (found[j] != LH_NIL) continue; /* resident: observed at its commit */
-    uint32_t i = lh_keymap_get(&w->seen, keys[j]);
+    if (found[j] != LH_NIL) continue;              /* resident: observed at its commit */
+    size_t at = lh_keymap_find(&w->seen, keys[j]); /* the map has slots: reserve made them */
+    uint32_t i = lh_keymap_val(&w->seen, at);
     if (i == LH_NIL) {
       i = (uint32_t)w->n_seen++;
-      lh_keymap_put(&w->seen, keys[j], i);
+      lh_keymap_put_at(&w->seen, at, keys[j], i);
     } else if (w->keys[i].req == w->req_no) {
       continue; /* a second occurrence in this request observes nothing */
     } else {

@@ -16,6 +16,7 @@
 typedef struct array {
   void *data;
   size_t len, cap; /* in elements */
+  size_t bytes;    /* allocated (a big table's block: lh_realloc_huge, lh_free_huge) */
 } array;
 
 static int reserve(array *a, size_t extra, size_t elem) {
@@ -23,12 +24,15 @@ static int reserve(array *a, size_t extra, size_t elem) {
   if (a->len > SIZE_MAX / elem - extra) return -1;
   size_t need = a->len + extra, cap = a->cap < 64 ? 64 : a->cap;
   while (cap < need) cap = cap > SIZE_MAX / elem / 5 * 4 ? need : cap + cap / 4;
-  void *data = lh_realloc_huge(a->data, a->len * elem, cap * elem); /* the per-key arrays are read at random */
+  void *data = lh_realloc_huge(a->data, a->bytes, a->len * elem, cap * elem); /* per-key arrays: read at random */
   if (data == NULL) return -1;
   a->data = data;
   a->cap = cap;
+  a->bytes = cap * elem;
   return 0;
 }
+
+static void release(array *a) { lh_free_huge(a->data, a->bytes); }
 
 #define AT(a, T) ((T *)(a).data)
 
@@ -83,13 +87,13 @@ int lh_profile_create(lh_profile **out, int64_t window_ns, char *err, size_t err
 
 static void free_all(lh_profile *p) {
   lh_keymap_free(&p->map);
-  for (size_t i = 0; i < N_KEY_ARRAYS; i++) free(p->key[i].data);
+  for (size_t i = 0; i < N_KEY_ARRAYS; i++) release(&p->key[i]);
   array *arrays[] = {&p->slope, &p->window, &p->window_keys, &p->scratch, &p->base};
-  for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++) free(arrays[i]->data);
+  for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++) release(arrays[i]);
   for (size_t c = 0; c < p->cap_cats; c++) {
-    free(p->cats[c].ns.data);
-    free(p->cats[c].runs.data);
-    free(p->cats[c].keys.data);
+    release(&p->cats[c].ns);
+    release(&p->cats[c].runs);
+    release(&p->cats[c].keys);
   }
   free(p->cats);
 }

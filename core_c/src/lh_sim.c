@@ -97,13 +97,13 @@ void lh_sim_destroy(lh_sim *s) {
   if (s == NULL) return;
   s->ops->destroy(s->policy);
   lh_keymap_free(&s->map);
-  free(s->slots);
-  free(s->found);
-  free(s->ev_keys);
-  free(s->ev_reqs);
+  lh_policy_free(s->slots, s->cap_slots, sizeof(lh_slot));
+  lh_policy_free(s->found, s->cap_found, sizeof(uint32_t));
+  lh_policy_free(s->ev_keys, s->cap_ev_keys, sizeof(int64_t));
+  lh_policy_free(s->ev_reqs, s->cap_ev_reqs, sizeof(int64_t));
   lh_keymap_free(&s->ghosts);
-  free(s->ghost_ts);
-  free(s->evicted);
+  lh_policy_free(s->ghost_ts, s->cap_ghost_ts, sizeof(int64_t));
+  lh_policy_free(s->evicted, s->cap_evicted, sizeof(int64_t));
   free(s);
 }
 
@@ -114,12 +114,14 @@ int lh_policy_grow(void **p, size_t *cap, size_t need, size_t elem) {
     if (c > SIZE_MAX / 2 / elem) return -1;
     c *= 2;
   }
-  void *q = lh_realloc_huge(*p, *cap * elem, c * elem); /* slots and per-key arrays are read at random */
+  void *q = lh_realloc_huge(*p, *cap * elem, *cap * elem, c * elem); /* slots and per-key arrays: read at random */
   if (q == NULL) return -1;
   *p = q;
   *cap = c;
   return 0;
 }
+
+void lh_policy_free(void *p, size_t cap, size_t elem) { lh_free_huge(p, cap * elem); }
 
 /* Everything request r may allocate, allocated up front: afterwards it cannot fail. */
 static int reserve_request(lh_sim *s, const int64_t *keys, size_t n, int32_t cat, char *err, size_t errlen) {
@@ -248,23 +250,34 @@ static inline void prefetch_victims(lh_sim *s) {
 
 static int64_t run_request(lh_sim *s, const int64_t *keys, size_t n, int64_t now, int32_t cat, int64_t r,
                            const miss_out *out) {
-  /* The lookup: found[0 .. known) are the slots of keys[0 .. known) (LH_NIL: not resident), the
-   * prefix hits and the key that ends them, or every key for a policy that reads them */
+  /* The lookup: found[0 .. known) are the slots of keys[0 .. known) (LH_NIL: not resident), every
+   * key for a policy that reads them, else the prefix hits and the key that ends them */
   int all = s->ops->begin_request != NULL;
   for (size_t j = 0; j < n; j++) lh_keymap_prefetch(&s->map, keys[j]);
   size_t hits = 0, known = 0;
+  if (all) {
+    /* Every key, from the last: a request's keys not resident are mostly its last ones (its
+     * fresh blocks), so the policy's hints for them go out first and have the rest of the lookup
+     * to arrive before begin_request reads them. The order changes nothing else. */
+    for (size_t j = n; j-- > 0;) {
+      uint32_t slot = lh_keymap_get(&s->map, keys[j]);
+#if defined(__GNUC__)
+      if (slot != LH_NIL) __builtin_prefetch(&s->slots[slot], 1, 3);
+#endif
+      if (slot == LH_NIL && s->ops->prefetch_absent != NULL) s->ops->prefetch_absent(s->policy, keys[j]);
+      s->found[j] = slot;
+    }
+    while (hits < n && s->found[hits] != LH_NIL && alive(s, s->found[hits], now)) hits++;
+    known = n;
+  }
   while (known < n) {
     uint32_t slot = lh_keymap_get(&s->map, keys[known]);
 #if defined(__GNUC__)
     if (slot != LH_NIL) __builtin_prefetch(&s->slots[slot], 1, 3); /* the commit touches it (tail to head) */
 #endif
-    if (slot == LH_NIL && s->ops->prefetch_absent != NULL) s->ops->prefetch_absent(s->policy, keys[known]);
     s->found[known++] = slot;
-    if (hits + 1 == known && slot != LH_NIL && alive(s, slot, now)) {
-      hits++;
-    } else if (!all) {
-      break;
-    }
+    if (slot == LH_NIL || !alive(s, slot, now)) break;
+    hits++;
   }
   if (all) s->ops->begin_request(s->policy, keys, s->found, n, now, cat);
   if (out != NULL) classify_miss(s, keys, n, hits, &out->outcome[r], &out->key[r], &out->evicted_at[r]);

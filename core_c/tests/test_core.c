@@ -12,6 +12,7 @@
 #endif
 
 #include "lh_buf.h"
+#include "lh_keymap.h"
 #include "lh_test.h"
 #include "litehit.h"
 
@@ -291,17 +292,19 @@ static void test_advise_huge(void) {
 #endif
 }
 
-/* lh_realloc_huge keeps the first `keep` bytes whichever way it grows or shrinks, and a block
- * grown past 4 MiB keeps its huge pages (realloc moved big blocks by remapping them, which split
- * every huge page of the part moved). */
+/* lh_realloc_huge keeps the first `keep` bytes whichever way it grows or shrinks (malloc's
+ * blocks below 4 MiB, mappings of their own from it, and the moves between the two), and a block
+ * grown past 4 MiB keeps its huge pages (realloc moved big blocks by remapping them to an address
+ * that splits every huge page of the part moved). */
 static void test_realloc_huge(void) {
   const size_t mib = (size_t)1 << 20;
-  size_t sizes[] = {1000, mib, 3 * mib, 6 * mib + 7, 40 * mib, 5 * mib, 512};
+  size_t sizes[] = {1000, mib, 3 * mib, 6 * mib + 7, 40 * mib, 41 * mib, 5 * mib, 512, 9 * mib};
   unsigned char *p = NULL;
   size_t have = 0;
   for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
     size_t keep = have < sizes[i] ? have : sizes[i];
-    unsigned char *q = lh_realloc_huge(p, have, sizes[i]);
+    if (i == 5) keep /= 3; /* a caller may keep less than the block held (the profile's arrays) */
+    unsigned char *q = lh_realloc_huge(p, have, keep, sizes[i]);
     CHECK(q != NULL);
     if (q == NULL) break;
     int kept = 1;
@@ -311,27 +314,119 @@ static void test_realloc_huge(void) {
     p = q;
     have = sizes[i];
   }
-  free(p);
+  lh_free_huge(p, have);
+  lh_free_huge(NULL, 64 * mib);
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
-  size_t old = 64 * mib; /* far above malloc's mmap threshold: a mapping of its own */
-  unsigned char *a = lh_realloc_huge(NULL, 0, old);
+  size_t old = 64 * mib;
+  unsigned char *a = lh_realloc_huge(NULL, 0, 0, old);
   CHECK(a != NULL);
   if (a == NULL) return;
   memset(a, 0x5A, old);
   long before = huge_kib((uintptr_t)a + old / 2);
   if (before < 4096) {
     printf("skipped: the kernel gave the test no huge pages (%ld KiB)\n", before);
-    free(a);
+    lh_free_huge(a, old);
     return;
   }
-  unsigned char *b = lh_realloc_huge(a, old, 2 * old);
+  unsigned char *b = lh_realloc_huge(a, old, old, 2 * old);
   CHECK(b != NULL);
   if (b == NULL) return;
-  CHECK(b[0] == 0x5A && b[old - 1] == 0x5A);
+  CHECK(b[0] == 0x5A && b[old - 1] == 0x5A && b[old] == 0 && b[2 * old - 1] == 0);
   long after = huge_kib((uintptr_t)b + old / 2); /* the part that was moved */
   CHECK(after >= before / 2);
-  free(b);
+  lh_free_huge(b, 2 * old);
 #endif
+}
+
+/* Whether m is a valid linear-probing map holding exactly the live keys[i] -> vals[i] (and, wide,
+ * aux vals[i] ^ 0xA5A5): every key's probe run from its home reaches it through occupied slots
+ * only (what lookups and deletion by backward shift rely on), and each live key is found. */
+static int keymap_matches(const lh_keymap *m, const int64_t *keys, const uint32_t *vals, const unsigned char *live,
+                          size_t n) {
+  size_t cap = lh_keymap_capacity(m), w = lh_keymap_width(m), held = 0;
+  for (size_t i = 0; i < cap; i++) {
+    if (lh_keymap_val_w(m, i, w) == LH_NIL) continue;
+    held++;
+    for (size_t j = lh_keymap_home(m, lh_keymap_key_w(m, i, w)); j != i; j = (j + 1) & m->mask) {
+      if (lh_keymap_val_w(m, j, w) == LH_NIL) return 0;
+    }
+  }
+  size_t want = 0;
+  for (size_t k = 0; k < n; k++) {
+    size_t i = cap == 0 ? 0 : lh_keymap_probe_w(m, keys[k], lh_keymap_home(m, keys[k]), w);
+    int found = cap > 0 && lh_keymap_val_w(m, i, w) != LH_NIL;
+    if (found != live[k]) return 0;
+    if (!live[k]) continue;
+    want++;
+    if (lh_keymap_val_w(m, i, w) != vals[k]) return 0;
+    if (w == LH_KEYMAP_WIDE_SLOT && lh_keymap_aux(m, i) != (vals[k] ^ 0xA5A5u)) return 0;
+  }
+  return held == want && m->count == want;
+}
+
+/* Key maps grown in place (lh_keymap_reserve) against arrays of the keys put: narrow and wide
+ * slots, several loads, keys deleted between growths, growths of one doubling and of several at
+ * once, and a map big enough to be a block of its own (from 4 MiB). Keys are drawn from a small
+ * range so that homes collide and probe runs wrap around the end of the table. */
+static void test_keymap_growth(void) {
+  const struct {
+    unsigned width, load;
+    size_t keys;
+  } cases[] = {{LH_KEYMAP_SLOT, 0, 3000},
+               {LH_KEYMAP_SLOT, 90, 3000},
+               {LH_KEYMAP_WIDE_SLOT, 80, 3000},
+               {LH_KEYMAP_SLOT, 75, 700000},
+               {LH_KEYMAP_WIDE_SLOT, 90, 400000}};
+  for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+    size_t n = cases[c].keys;
+    int64_t *keys = malloc(n * sizeof *keys);
+    uint32_t *vals = malloc(n * sizeof *vals);
+    unsigned char *live = calloc(n, 1), *used = calloc(4 * n, 1);
+    lh_keymap m;
+    memset(&m, 0, sizeof m);
+    m.slot_bytes = cases[c].width;
+    m.max_load_percent = cases[c].load;
+    int ok = 1;
+    size_t put = 0, checks = 0;
+    while (put < n && ok) {
+      size_t batch = 1 + (size_t)(rnd() % (put < 200 ? 40 : put / 2 + 1)); /* sometimes several doublings */
+      if (batch > n - put) batch = n - put;
+      size_t before = lh_keymap_capacity(&m);
+      CHECK(lh_keymap_reserve(&m, batch) == 0);
+      for (size_t b = 0; b < batch; b++, put++) {
+        size_t r;
+        do { /* distinct keys from a range 4x their count */
+          r = (size_t)(rnd() % (4 * n));
+        } while (used[r]);
+        used[r] = 1;
+        int64_t key = (int64_t)r - (int64_t)n;
+        keys[put] = key;
+        vals[put] = (uint32_t)(rnd() % 1000000);
+        live[put] = 1;
+        lh_keymap_put(&m, key, vals[put]);
+        if (m.slot_bytes == LH_KEYMAP_WIDE_SLOT) {
+          lh_keymap_set_aux(&m, lh_keymap_probe_w(&m, key, lh_keymap_home(&m, key), LH_KEYMAP_WIDE_SLOT),
+                            vals[put] ^ 0xA5A5u);
+        }
+      }
+      for (size_t d = rnd() % (batch / 3 + 1); d > 0; d--) { /* delete some live keys */
+        size_t k = (size_t)(rnd() % put);
+        if (!live[k]) continue;
+        lh_keymap_del(&m, keys[k]);
+        live[k] = 0;
+      }
+      if (lh_keymap_capacity(&m) != before && (n < 10000 || checks++ < 6 || put == n)) {
+        ok = keymap_matches(&m, keys, vals, live, put);
+      }
+    }
+    CHECK(ok);
+    if (!ok) printf("key map case %zu: wrong after %zu keys (capacity %zu)\n", c, put, lh_keymap_capacity(&m));
+    lh_keymap_free(&m);
+    free(keys);
+    free(vals);
+    free(live);
+    free(used);
+  }
 }
 
 static void test_large_growth(void) {
@@ -473,6 +568,7 @@ int main(void) {
   test_key_numbers(25);
   test_advise_huge();
   test_realloc_huge();
+  test_keymap_growth();
   test_views();
   return finish("core");
 }
