@@ -16,31 +16,32 @@ static unsigned load_percent(const lh_keymap *m) {
 static inline int bit(const uint64_t *bits, size_t i) { return (int)(bits[i >> 6] >> (i & 63)) & 1; }
 
 /* Puts the keys of m's first old_cap slots where m's larger mask puts them, in place (the slots
- * after them empty; pending: old_cap zeroed bits). Every key starts pending and is placed at the
- * first slot of its probe run that is empty or pending, swapping with a pending key, which then
- * takes its turn. So every slot a placed key's probe passes holds a placed key, and placed keys
- * never move: each key's probe run ends at it. Whole slots move (a wide map's aux with its key). */
-static inline void rehash_w(lh_keymap *m, size_t old_cap, uint64_t *pending, size_t w) {
-  for (size_t i = 0; i < old_cap; i++) {
-    if (lh_keymap_val_w(m, i, w) != LH_NIL) pending[i >> 6] |= UINT64_C(1) << (i & 63);
-  }
+ * after them empty; placed: old_cap zeroed bits). The slots are taken in order; when slot i comes,
+ * every slot before it is empty or holds a key already placed, and a key after it is pending unless
+ * its bit in `placed` says otherwise. Each key is placed at the first slot of its probe run that is
+ * empty, is its own (i) or holds a pending key (swapped: that key comes to i and takes its turn).
+ * So every slot a placed key's probe passes holds a placed key, and placed keys never move: each
+ * key's probe run ends at it. A probe passes i only for the keys of a run that wrapped around the
+ * old table's end, so swaps, and bits, are few. Whole slots move (a wide map's aux with its key). */
+static inline void rehash_w(lh_keymap *m, size_t old_cap, uint64_t *placed, size_t w) {
   unsigned char held[LH_KEYMAP_WIDE_SLOT];
   for (size_t i = 0; i < old_cap; i++) {
-    while (bit(pending, i)) {
+    if (lh_keymap_val_w(m, i, w) == LH_NIL || bit(placed, i)) continue;
+    for (;;) { /* slot i holds a pending key */
       size_t j = lh_keymap_home(m, lh_keymap_key_w(m, i, w));
-      while (lh_keymap_val_w(m, j, w) != LH_NIL && !(j < old_cap && bit(pending, j))) j = (j + 1) & m->mask;
-      if (j == i) {
-        pending[i >> 6] &= ~(UINT64_C(1) << (i & 63));
-      } else if (lh_keymap_val_w(m, j, w) == LH_NIL) {
+      while (j != i && lh_keymap_val_w(m, j, w) != LH_NIL && (j < i || j >= old_cap || bit(placed, j))) {
+        j = (j + 1) & m->mask;
+      }
+      if (j == i) break;
+      if (j > i && j < old_cap) placed[j >> 6] |= UINT64_C(1) << (j & 63);
+      if (lh_keymap_val_w(m, j, w) == LH_NIL) {
         memcpy(m->slots + j * w, m->slots + i * w, w);
         lh_keymap_set_val_w(m, i, LH_NIL, w);
-        pending[i >> 6] &= ~(UINT64_C(1) << (i & 63));
-      } else { /* j holds a pending key: it comes to i, and i's key is placed at j */
-        memcpy(held, m->slots + j * w, w);
-        memcpy(m->slots + j * w, m->slots + i * w, w);
-        memcpy(m->slots + i * w, held, w);
-        pending[j >> 6] &= ~(UINT64_C(1) << (j & 63));
+        break;
       }
+      memcpy(held, m->slots + j * w, w); /* j holds a pending key: it comes to i */
+      memcpy(m->slots + j * w, m->slots + i * w, w);
+      memcpy(m->slots + i * w, held, w);
     }
   }
 }
@@ -59,11 +60,11 @@ int lh_keymap_reserve(lh_keymap *m, size_t extra) {
   size_t w = lh_keymap_width(m);
   /* Grown in place: a big table's block keeps its pages and adds new ones after them (see
    * lh_realloc_huge), where a fresh table would fault in, and write, all of them again. */
-  uint64_t *pending = cap == 0 ? NULL : calloc((cap + 63) / 64, sizeof(uint64_t));
-  if (cap > 0 && pending == NULL) return -1;
+  uint64_t *placed = cap == 0 ? NULL : calloc((cap + 63) / 64, sizeof(uint64_t));
+  if (cap > 0 && placed == NULL) return -1;
   unsigned char *slots = lh_realloc_huge(m->slots, cap * w, cap * w, new_cap * w);
   if (slots == NULL) {
-    free(pending);
+    free(placed);
     return -1;
   }
   memset(slots + cap * w, 0xFF, (new_cap - cap) * w); /* every value LH_NIL: the new slots empty */
@@ -71,12 +72,12 @@ int lh_keymap_reserve(lh_keymap *m, size_t extra) {
   m->mask = new_cap - 1;
   if (cap > 0) {
     if (w == LH_KEYMAP_WIDE_SLOT) {
-      rehash_w(m, cap, pending, LH_KEYMAP_WIDE_SLOT);
+      rehash_w(m, cap, placed, LH_KEYMAP_WIDE_SLOT);
     } else {
-      rehash_w(m, cap, pending, LH_KEYMAP_SLOT);
+      rehash_w(m, cap, placed, LH_KEYMAP_SLOT);
     }
   }
-  free(pending);
+  free(placed);
   return 0;
 }
 
