@@ -23,9 +23,10 @@ typedef struct lh_slot {
   uint64_t count; /* accesses since insertion: 1 at insertion, +1 per hit */
   uint64_t prio;  /* policy-defined (GDFS: H; LFU: bucket; WA: request number of the last access) */
   uint32_t prev, next;
-  uint32_t aux;   /* policy-defined (GDFS: its bucket; WA: its key's trace-level entry) */
+  uint32_t aux;   /* policy-defined (GDFS: its bucket), or with keeps_keys its key's entry (WA) */
   int32_t cat;    /* category of the request of the last access */
   int32_t offset; /* index of the block in that request */
+  uint32_t at;    /* the simulator's: its key's slot in the key map, when the policy keeps_keys */
 } lh_slot;
 
 /* What the policy sees of the request being committed. */
@@ -36,25 +37,32 @@ typedef struct lh_access {
   int64_t last_ts; /* on_hit: the slot's ts before this access */
 } lh_access;
 
+/* In the key map of a simulator whose policy keeps every key (keeps_keys), the value of a key not
+ * resident: LH_ABSENT | its entry. */
+#define LH_ABSENT 0x80000000u
+
 typedef struct lh_policy_ops {
   const char *name;
+  /* Whether the simulator's key map keeps every key the trace accessed, not only the resident
+   * ones (WA: its reuse observations need each key's last access, wherever the key is): a resident
+   * key maps to its slot, any other to LH_ABSENT | its entry, a number the simulator gives each key
+   * at its first access (0, 1, ... in the order the lookups meet them) and keeps in the slot's aux
+   * while the key is resident (set before on_insert). One probe of one map then finds a key's slot
+   * or its entry, an eviction rewrites the key's value instead of deleting it, and keys never leave
+   * the map. Such a policy has begin_request; at most 2^31 - 2 keys and 2^31 - 1 resident blocks. */
+  int keeps_keys;
   /* Creates the policy's state; LH_OK, LH_EINVAL (bad parameters) or LH_ENOMEM. */
   int (*create)(void **state, const lh_wa_params *wa, char *err, size_t errlen);
   void (*destroy)(void *state);
   /* Ensures the next request (n keys, category cat) can run with up to `slots` slots without
-   * allocating: 0, -1 (out of memory) or -2 (an index would not fit 32 bits); nothing changed
-   * on failure. */
+   * allocating: 0, or -1 (out of memory) with nothing changed. */
   int (*reserve)(void *state, size_t slots, const int64_t *keys, size_t n, int32_t cat);
   /* Called once per request after its lookup, before its commit (WA: fits and reuse
    * observations): found[j] is the slot of keys[j] if that key is resident (whether or not it is
-   * a hit: a TTL may have expired it), else LH_NIL. Cannot fail after a successful reserve. May
-   * be NULL: the lookup then stops at the first key that is not a hit. */
+   * a hit: a TTL may have expired it), else LH_NIL, or with keeps_keys LH_ABSENT | its entry (an
+   * entry given during this lookup is one the policy has not seen). Cannot fail after a successful
+   * reserve. May be NULL: the lookup then stops at the first key that is not a hit. */
   void (*begin_request)(void *state, const int64_t *keys, const uint32_t *found, size_t n, int64_t now, int32_t cat);
-  /* A hint for a policy with begin_request, called during the lookup (which then goes from the
-   * last key to the first) for each key it finds not resident, so that a policy which looks such
-   * keys up in a map of its own (WA) starts loading them while the lookup goes on. Changes
-   * nothing. May be NULL. */
-  void (*prefetch_absent)(const void *state, int64_t key);
   void (*on_insert)(void *state, lh_slot *slots, uint32_t s, const lh_access *a);
   void (*on_hit)(void *state, lh_slot *slots, uint32_t s, const lh_access *a);
   /* Picks the victim among the resident slots (there is at least one), unlinks it from the

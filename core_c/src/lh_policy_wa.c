@@ -22,10 +22,11 @@
  * so results do not depend on the order of summation.
  *
  * Where a key's last access is kept: a resident key's in its slot (ts and cat as the simulator
- * and wa_hit leave them, the request number in prio), so a hit observes at its commit without a
- * look in the trace-level map; every other key's in its entry of that map (`seen`), written when
- * a request misses the key and after the key is evicted (before anything reads the entry). A
- * resident slot's aux is its key's entry.
+ * and wa_hit leave them, the request number in prio), so a hit observes at its commit; every
+ * other key's in its entry (`keys`), written when a request misses the key and after the key is
+ * evicted (before anything reads the entry). The simulator's key map keeps every key (keeps_keys):
+ * the lookup that finds a key not resident finds its entry in the same probe, and gives a new
+ * key an entry. A resident slot's aux is its key's entry.
  * A request observes each of its distinct keys once: one not resident at its lookup in
  * wa_begin; a resident one at the first of its accesses the commit (tail to head) makes, a hit,
  * or an insertion after this commit evicted it. Observations wait for no fit (fits come before
@@ -95,10 +96,8 @@ typedef struct wa {
   int started, fits_exhausted;
   int64_t next_fit;
   uint64_t fits;
-  /* every key ever accessed -> its entry in keys */
-  lh_keymap seen;
-  seen_key *keys;
-  size_t n_seen, cap_seen;
+  seen_key *keys;          /* by entry: every key ever accessed has one (the simulator gives them) */
+  size_t n_seen, cap_seen; /* n_seen: the entries this policy has seen */
   uint64_t req_no;
   uint32_t next_victim; /* the hint of the last eviction (wa_next_victim) */
   /* the evictions since the current request's lookup, their entries prefetched: written when the
@@ -133,9 +132,6 @@ static int wa_create(void **state, const lh_wa_params *p, char *err, size_t errl
     free(w);
     return lh_fail(err, errlen, LH_EINVAL, "wa fit_window_s and refit_s must be between 1 ns and 4e9 s");
   }
-  /* Every key the trace accessed has an entry: fuller than the default half, the map of a long
-   * trace is half the memory and one doubling fewer (measured about 3% faster on the bench). */
-  w->seen.max_load_percent = 75;
   if (p->life_s > 0) {
     w->life_ns = p->life_s * 1e9;
     w->life_fixed = 1;
@@ -150,7 +146,6 @@ static void wa_destroy(void *state) {
   lh_policy_free(w->cats, w->cap_cats, sizeof(wa_cat));
   lh_policy_free(w->active, w->cap_active, sizeof(int32_t));
   lh_policy_free(w->touched, w->cap_touched, sizeof(int32_t));
-  lh_keymap_free(&w->seen);
   lh_policy_free(w->keys, w->cap_seen, sizeof(seen_key));
   lh_policy_free(w->evicted, w->cap_evicted, sizeof(evicted_key));
   free(w->runs);
@@ -186,9 +181,7 @@ static int wa_reserve(void *state, size_t slots, const int64_t *keys, size_t n, 
       lh_policy_grow((void **)&w->touched, &w->cap_touched, w->cap_cats, sizeof(int32_t)) != 0) {
     return -1;
   }
-  if (w->n_seen + n > (size_t)LH_NIL - 1) return -2;
-  if (lh_keymap_reserve(&w->seen, n) != 0 ||
-      lh_policy_grow((void **)&w->keys, &w->cap_seen, w->n_seen + n, sizeof(seen_key)) != 0 ||
+  if (lh_policy_grow((void **)&w->keys, &w->cap_seen, w->n_seen + n, sizeof(seen_key)) != 0 ||
       lh_policy_grow((void **)&w->evicted, &w->cap_evicted, w->n_evicted + n, sizeof(evicted_key)) != 0) {
     return -1;
   }
@@ -321,6 +314,7 @@ static void write_evicted(wa *w) {
 }
 
 static void wa_begin(void *state, const int64_t *keys, const uint32_t *found, size_t n, int64_t now, int32_t cat) {
+  (void)keys; /* the lookup's values say all: found[j] is a slot or the key's entry */
   wa *w = state;
   write_evicted(w);
   flush_request(w); /* the request before */
@@ -355,13 +349,12 @@ static void wa_begin(void *state, const int64_t *keys, const uint32_t *found, si
     }
   }
   w->req_no++;
+  size_t seen_before = w->n_seen;
   for (size_t j = 0; j < n; j++) {
-    if (found[j] != LH_NIL) continue;              /* resident: observed at its commit */
-    size_t at = lh_keymap_find(&w->seen, keys[j]); /* the map has slots: reserve made them */
-    uint32_t i = lh_keymap_val(&w->seen, at);
-    if (i == LH_NIL) {
-      i = (uint32_t)w->n_seen++;
-      lh_keymap_put_at(&w->seen, at, keys[j], i);
+    if (found[j] < LH_ABSENT) continue; /* resident: observed at its commit */
+    uint32_t i = found[j] & ~LH_ABSENT;
+    if (i >= seen_before) { /* a key this lookup met first: nothing to observe */
+      if (i >= w->n_seen) w->n_seen = (size_t)i + 1;
     } else if (w->keys[i].req == w->req_no) {
       continue; /* a second occurrence in this request observes nothing */
     } else {
@@ -372,9 +365,6 @@ static void wa_begin(void *state, const int64_t *keys, const uint32_t *found, si
     w->keys[i].cat = cat;
   }
 }
-
-/* The lookup's hint: this request will look key up in `seen` (wa_begin). */
-static void wa_prefetch_absent(const void *state, int64_t key) { lh_keymap_prefetch(&((const wa *)state)->seen, key); }
 
 static void link(wa *w, lh_slot *slots, uint32_t s, int32_t cat) {
   wa_cat *c = &w->cats[cat];
@@ -397,7 +387,7 @@ static void unlink_slot(wa *w, lh_slot *slots, uint32_t s) {
 
 static void wa_insert(void *state, lh_slot *slots, uint32_t s, const lh_access *a) {
   wa *w = state;
-  uint32_t i = lh_keymap_get(&w->seen, slots[s].key); /* every key accessed has an entry */
+  uint32_t i = slots[s].aux; /* its entry, from the simulator */
   seen_key *k = &w->keys[i];
   /* A key not resident at the lookup has this request's number in its entry; any other was
    * resident then and evicted since by this commit, which may not have written its entry yet. */
@@ -408,7 +398,6 @@ static void wa_insert(void *state, lh_slot *slots, uint32_t s, const lh_access *
   slots[s].cat = a->cat;
   slots[s].offset = a->offset;
   slots[s].prio = w->req_no;
-  slots[s].aux = i;
   link(w, slots, s, a->cat);
 }
 
@@ -481,8 +470,8 @@ static uint32_t wa_next_victim(const void *state, const lh_slot *slots) {
 static size_t wa_memory(const void *state) {
   const wa *w = state;
   return sizeof *w + w->cap_cats * sizeof(wa_cat) + (w->cap_active + w->cap_touched) * sizeof(int32_t) +
-         lh_keymap_memory(&w->seen) + w->cap_seen * sizeof(seen_key) + w->cap_evicted * sizeof(evicted_key) +
-         w->cap_runs * sizeof(obs_run) + w->cap_sample * sizeof(int64_t);
+         w->cap_seen * sizeof(seen_key) + w->cap_evicted * sizeof(evicted_key) + w->cap_runs * sizeof(obs_run) +
+         w->cap_sample * sizeof(int64_t);
 }
 
 static void wa_stats(const void *state, lh_sim_stats *st) {
@@ -520,7 +509,7 @@ static int wa_check(const void *state, const lh_slot *slots, uint64_t resident, 
     if (rc != LH_OK) return rc;
     for (uint32_t s = k->list.head; s != LH_NIL; s = slots[s].next) {
       if ((size_t)slots[s].cat != c) return lh_fail(err, errlen, LH_EINVAL, "wa: slot %u in the wrong category", s);
-      if (lh_keymap_get(&w->seen, slots[s].key) != slots[s].aux || slots[s].prio > w->req_no) {
+      if (slots[s].aux >= w->n_seen || slots[s].prio > w->req_no) {
         return lh_fail(err, errlen, LH_EINVAL, "wa: slot %u's entry or request number is wrong", s);
       }
     }
@@ -541,11 +530,11 @@ static int wa_check(const void *state, const lh_slot *slots, uint64_t resident, 
 
 const lh_policy_ops lh_policy_wa = {
     .name = "wa",
+    .keeps_keys = 1,
     .create = wa_create,
     .destroy = wa_destroy,
     .reserve = wa_reserve,
     .begin_request = wa_begin,
-    .prefetch_absent = wa_prefetch_absent,
     .on_insert = wa_insert,
     .on_hit = wa_hit,
     .evict = wa_evict,

@@ -16,7 +16,9 @@ struct lh_sim {
   const lh_policy_ops *ops;
   void *policy;
   uint64_t capacity;
-  lh_keymap map; /* resident key -> slot */
+  lh_keymap map;        /* resident key -> slot (and, when the policy keeps_keys, any other -> LH_ABSENT | entry) */
+  uint32_t absent_from; /* map values from here are no slot: LH_ABSENT when the policy keeps_keys, else LH_NIL */
+  uint32_t n_entries;   /* keeps_keys: the entries given */
   lh_slot *slots;
   size_t n_slots, cap_slots; /* slots in use (== resident) and allocated */
   uint64_t seq;
@@ -57,6 +59,20 @@ static int64_t floor_second(int64_t ns) {
   return ns % NS_PER_S < 0 ? s - 1 : s;
 }
 
+/* The slot of map value v: LH_NIL for none (and, when the policy keeps_keys, for a key not resident). */
+static inline uint32_t slot_of(const lh_sim *s, uint32_t v) { return v >= s->absent_from ? LH_NIL : v; }
+
+/* keeps_keys: key's map value, the key put with a new entry if the map does not hold it yet. */
+static inline uint32_t kept_value(lh_sim *s, int64_t key, size_t *at) {
+  *at = lh_keymap_find(&s->map, key);
+  uint32_t v = lh_keymap_val(&s->map, *at);
+  if (v == LH_NIL) {
+    v = LH_ABSENT | s->n_entries++;
+    lh_keymap_put_at(&s->map, *at, key, v);
+  }
+  return v;
+}
+
 static const lh_policy_ops *policy_ops(int policy) {
   switch (policy) {
     case LH_POLICY_LRU: return &lh_policy_lru;
@@ -87,6 +103,8 @@ int lh_sim_create(lh_sim **out, int policy, uint64_t capacity_blocks, const lh_w
   }
   s->ops = ops;
   s->capacity = capacity_blocks;
+  s->absent_from = ops->keeps_keys ? LH_ABSENT : LH_NIL;
+  if (ops->keeps_keys) s->map.max_load_percent = 75; /* every key of the trace: as full as other such maps */
   s->record = (flags & LH_SIM_RECORD_EVICTIONS) != 0;
   s->evidence = (flags & LH_SIM_MISS_EVIDENCE) != 0;
   *out = s;
@@ -133,8 +151,22 @@ static int reserve_request(lh_sim *s, const int64_t *keys, size_t n, int32_t cat
   if (s->evidence && (uint64_t)s->n_ghosts + n > MAX_TRACKED) { /* a request evicts at most n keys */
     return lh_fail(err, errlen, LH_ERANGE, "more than %llu distinct evicted keys", (unsigned long long)MAX_TRACKED);
   }
-  if (lh_keymap_reserve(&s->map, add) != 0 ||
-      lh_policy_grow((void **)&s->slots, &s->cap_slots, s->n_slots + add, sizeof(lh_slot)) != 0 ||
+  int keeps = s->ops->keeps_keys;
+  if (keeps && ((uint64_t)s->n_slots + add >= LH_ABSENT || (uint64_t)s->n_entries + n > LH_ABSENT - 1)) {
+    return lh_fail(err, errlen, LH_ERANGE, "the %s policy tracks at most 2^31 - 2 keys and 2^31 - 1 resident blocks",
+                   s->ops->name);
+  }
+  size_t map_cap = lh_keymap_capacity(&s->map);
+  if (lh_keymap_reserve(&s->map, keeps ? n : add) != 0) {
+    return lh_fail(err, errlen, LH_ENOMEM, "out of memory in the policy simulator");
+  }
+  if (keeps && lh_keymap_capacity(&s->map) != map_cap) { /* the keys moved: their slots learn where */
+    for (size_t i = 0; i < lh_keymap_capacity(&s->map); i++) {
+      uint32_t v = lh_keymap_val(&s->map, i);
+      if (v < LH_ABSENT) s->slots[v].at = (uint32_t)i;
+    }
+  }
+  if (lh_policy_grow((void **)&s->slots, &s->cap_slots, s->n_slots + add, sizeof(lh_slot)) != 0 ||
       lh_policy_grow((void **)&s->found, &s->cap_found, n, sizeof(uint32_t)) != 0 ||
       (s->record && (lh_policy_grow((void **)&s->ev_keys, &s->cap_ev_keys, s->n_ev + n, sizeof(int64_t)) != 0 ||
                      lh_policy_grow((void **)&s->ev_reqs, &s->cap_ev_reqs, s->n_ev + n, sizeof(int64_t)) != 0)) ||
@@ -144,8 +176,6 @@ static int reserve_request(lh_sim *s, const int64_t *keys, size_t n, int32_t cat
     return lh_fail(err, errlen, LH_ENOMEM, "out of memory in the policy simulator");
   }
   int rc = s->ops->reserve(s->policy, s->n_slots + add, keys, n, cat);
-  if (rc == -2)
-    return lh_fail(err, errlen, LH_ERANGE, "the %s policy would track more than 2^32 - 2 keys", s->ops->name);
   if (rc != 0) return lh_fail(err, errlen, LH_ENOMEM, "out of memory in the %s policy", s->ops->name);
   return LH_OK;
 }
@@ -250,34 +280,24 @@ static inline void prefetch_victims(lh_sim *s) {
 
 static int64_t run_request(lh_sim *s, const int64_t *keys, size_t n, int64_t now, int32_t cat, int64_t r,
                            const miss_out *out) {
-  /* The lookup: found[0 .. known) are the slots of keys[0 .. known) (LH_NIL: not resident), every
-   * key for a policy that reads them, else the prefix hits and the key that ends them */
+  /* The lookup: found[0 .. known) are the map values of keys[0 .. known) (slot_of: the slots),
+   * every key for a policy that reads them, else the prefix hits and the key that ends them */
   int all = s->ops->begin_request != NULL;
   for (size_t j = 0; j < n; j++) lh_keymap_prefetch(&s->map, keys[j]);
   size_t hits = 0, known = 0;
-  if (all) {
-    /* Every key, from the last: a request's keys not resident are mostly its last ones (its
-     * fresh blocks), so the policy's hints for them go out first and have the rest of the lookup
-     * to arrive before begin_request reads them. The order changes nothing else. */
-    for (size_t j = n; j-- > 0;) {
-      uint32_t slot = lh_keymap_get(&s->map, keys[j]);
-#if defined(__GNUC__)
-      if (slot != LH_NIL) __builtin_prefetch(&s->slots[slot], 1, 3);
-#endif
-      if (slot == LH_NIL && s->ops->prefetch_absent != NULL) s->ops->prefetch_absent(s->policy, keys[j]);
-      s->found[j] = slot;
-    }
-    while (hits < n && s->found[hits] != LH_NIL && alive(s, s->found[hits], now)) hits++;
-    known = n;
-  }
   while (known < n) {
-    uint32_t slot = lh_keymap_get(&s->map, keys[known]);
+    size_t at;
+    uint32_t v = s->ops->keeps_keys ? kept_value(s, keys[known], &at) : lh_keymap_get(&s->map, keys[known]);
+    uint32_t slot = slot_of(s, v);
 #if defined(__GNUC__)
     if (slot != LH_NIL) __builtin_prefetch(&s->slots[slot], 1, 3); /* the commit touches it (tail to head) */
 #endif
-    s->found[known++] = slot;
-    if (slot == LH_NIL || !alive(s, slot, now)) break;
-    hits++;
+    s->found[known++] = v;
+    if (hits + 1 == known && slot != LH_NIL && alive(s, slot, now)) {
+      hits++;
+    } else if (!all) {
+      break;
+    }
   }
   if (all) s->ops->begin_request(s->policy, keys, s->found, n, now, cat);
   if (out != NULL) classify_miss(s, keys, n, hits, &out->outcome[r], &out->key[r], &out->evicted_at[r]);
@@ -291,8 +311,8 @@ static int64_t run_request(lh_sim *s, const int64_t *keys, size_t n, int64_t now
     int64_t key = keys[j];
     /* the slot the lookup found, unless this commit evicted that key (and gave its slot to
      * another); a key not resident then may have been inserted since by a later duplicate */
-    uint32_t slot = j < known ? s->found[j] : LH_NIL;
-    if (slot == LH_NIL || s->slots[slot].key != key) slot = lh_keymap_get(&s->map, key);
+    uint32_t slot = j < known ? slot_of(s, s->found[j]) : LH_NIL;
+    if (slot == LH_NIL || s->slots[slot].key != key) slot = slot_of(s, lh_keymap_get(&s->map, key));
     a.offset = (int32_t)(j > INT32_MAX ? INT32_MAX : j);
     s->seq++;
     if (slot != LH_NIL) {
@@ -307,7 +327,11 @@ static int64_t run_request(lh_sim *s, const int64_t *keys, size_t n, int64_t now
     if (s->capacity == 0) continue;
     if (s->n_slots == s->capacity) {
       slot = s->ops->evict(s->policy, s->slots, &a);
-      lh_keymap_del(&s->map, s->slots[slot].key);
+      if (s->ops->keeps_keys) { /* the key stays, its entry in place of its slot: a store, no lookup */
+        lh_keymap_set_val(&s->map, s->slots[slot].at, LH_ABSENT | s->slots[slot].aux);
+      } else {
+        lh_keymap_del(&s->map, s->slots[slot].key);
+      }
       if (s->record) {
         s->ev_keys[s->n_ev] = s->slots[slot].key;
         s->ev_reqs[s->n_ev++] = r;
@@ -323,7 +347,14 @@ static int64_t run_request(lh_sim *s, const int64_t *keys, size_t n, int64_t now
     b->seq = s->seq;
     b->ts = now;
     b->count = 1;
-    lh_keymap_put(&s->map, key, slot);
+    if (s->ops->keeps_keys) {
+      size_t at;
+      b->aux = kept_value(s, key, &at) & ~LH_ABSENT; /* the lookup put it */
+      b->at = (uint32_t)at;
+      lh_keymap_set_val(&s->map, at, slot);
+    } else {
+      lh_keymap_put(&s->map, key, slot);
+    }
     s->ops->on_insert(s->policy, s->slots, slot, &a);
     s->stats.inserts++;
   }
@@ -384,7 +415,7 @@ int lh_sim_process_batch_misses(lh_sim *s, const int64_t *keys, size_t n_keys, c
 size_t lh_sim_resident_prefix(const lh_sim *s, const int64_t *keys, size_t n, int64_t now) {
   size_t hits = 0;
   while (hits < n) {
-    uint32_t slot = lh_keymap_get(&s->map, keys[hits]);
+    uint32_t slot = slot_of(s, lh_keymap_get(&s->map, keys[hits]));
     if (slot == LH_NIL || !alive(s, slot, now)) break;
     hits++;
   }
@@ -413,13 +444,37 @@ double lh_sim_wa_rate(const lh_sim *s, int32_t category) {
 }
 
 int lh_sim_check(const lh_sim *s, char *err, size_t errlen) {
-  if (s->map.count != s->n_slots) {
-    return lh_fail(err, errlen, LH_EINVAL, "map holds %zu keys but %zu slots are resident", s->map.count, s->n_slots);
+  size_t mapped = s->map.count; /* keys mapped to a slot */
+  if (s->ops->keeps_keys) {
+    if (s->map.count != s->n_entries) {
+      return lh_fail(err, errlen, LH_EINVAL, "map holds %zu keys but %u entries were given", s->map.count,
+                     (unsigned)s->n_entries);
+    }
+    mapped = 0;
+    for (size_t i = 0; i < lh_keymap_capacity(&s->map); i++) {
+      uint32_t v = lh_keymap_val(&s->map, i);
+      if (v == LH_NIL) continue;
+      if (v < LH_ABSENT) {
+        mapped++;
+      } else if ((v & ~LH_ABSENT) >= s->n_entries) {
+        return lh_fail(err, errlen, LH_EINVAL, "key %lld maps to entry %u, never given",
+                       (long long)lh_keymap_key(&s->map, i), (unsigned)(v & ~LH_ABSENT));
+      }
+    }
+  }
+  if (mapped != s->n_slots) {
+    return lh_fail(err, errlen, LH_EINVAL, "map holds %zu resident keys but %zu slots are resident", mapped,
+                   s->n_slots);
   }
   if (s->n_slots > s->capacity) return lh_fail(err, errlen, LH_EINVAL, "more resident blocks than the capacity");
   for (size_t i = 0; i < s->n_slots; i++) {
     if (lh_keymap_get(&s->map, s->slots[i].key) != (uint32_t)i) {
       return lh_fail(err, errlen, LH_EINVAL, "slot %zu's key does not map back to it", i);
+    }
+    if (s->ops->keeps_keys &&
+        (s->slots[i].aux >= s->n_entries || s->slots[i].at != lh_keymap_find(&s->map, s->slots[i].key))) {
+      return lh_fail(err, errlen, LH_EINVAL, "slot %zu holds entry %u, never given, or not its key's place in the map",
+                     i, (unsigned)s->slots[i].aux);
     }
   }
   if (s->ghosts.count != s->n_ghosts) {
