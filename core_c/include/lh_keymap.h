@@ -6,8 +6,13 @@
  * then the value, so a lookup mostly touches one cache line; a slot is empty when its value is
  * LH_NIL. A wide map (slot_bytes = LH_KEYMAP_WIDE_SLOT, set before the first reserve) has 16-byte
  * slots with a second uint32 after the value, its aux, which moves with the key: the lane keeps a
- * key's number there when it numbers keys (LH_LANE_KEY_IDS). Home slot lh_mix64(key) & mask
- * (lh_hash.h), linear probing, deletion by backward shift (no tombstones, so lookups stay short).
+ * key's number there when it numbers keys (LH_LANE_KEY_IDS). Home slot lh_mix_runs(key, run_bits)
+ * & mask (lh_hash.h): with run_bits r > 0, the 2^r keys that differ only in their low r bits get
+ * adjacent home slots. The keys of a Mooncake trace are numbers given in order to new blocks, so a
+ * request's blocks are mostly consecutive keys, and their slots then share cache lines: the maps of
+ * trace keys (the lane's, the simulator's, the profile's) take r = 2. Random keys land as with
+ * r = 0, the other maps' (lh_mix64(key) & mask). Linear probing, deletion by backward shift (no
+ * tombstones, so lookups stay short).
  * At most max_load_percent full: 50 by default, higher for maps that trade probes for memory (the
  * profile's and WA's 75, the lane's 80, the evidence's 90). Growth happens only in
  * lh_keymap_reserve, which doubles the capacity (64 slots at first) until the keys fit, so a caller
@@ -43,7 +48,19 @@ typedef struct lh_keymap {
   size_t count;              /* keys held */
   unsigned max_load_percent; /* how full reserve lets it get: 0 means 50; at most 90 */
   unsigned slot_bytes;       /* LH_KEYMAP_SLOT (0 means that) or LH_KEYMAP_WIDE_SLOT; fixed once it has slots */
+  unsigned run_bits;         /* 0 .. LH_KEYMAP_MAX_RUN_BITS (see lh_keymap_home); fixed once it has slots */
 } lh_keymap;
+
+#define LH_KEYMAP_MAX_RUN_BITS 4 /* a run's home slots stay within the smallest map (64 slots) */
+
+/* Inlined even where the compiler would not: GCC finds a function whose only effect is a prefetch
+ * free of side effects, and a call of it that it leaves out of line (as a costlier home can make
+ * it) is then deleted as dead code, its prefetch with it. Every prefetch helper takes it. */
+#if defined(__GNUC__)
+#define LH_ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define LH_ALWAYS_INLINE inline
+#endif
 
 /* ---- slots (inline: they sit on the per-block paths of the lane, simulator and recorder) ----
  *
@@ -101,9 +118,10 @@ static inline const void *lh_keymap_slot_addr(const lh_keymap *m, size_t i) {
 
 /* ---- lookups ---- */
 
-/* The slot where key's probe starts. The map must have slots. */
+/* The slot where key's probe starts: H(key) & mask, H independent of the capacity (so a key's
+ * home after a doubling is its old home or that plus the old capacity). The map must have slots. */
 static inline size_t lh_keymap_home(const lh_keymap *m, int64_t key) {
-  return (size_t)lh_mix64((uint64_t)key) & m->mask;
+  return (size_t)lh_mix_runs((uint64_t)key, m->run_bits) & m->mask;
 }
 
 /* The slot holding key or, when key is absent, the empty slot that ends its probe run (where
@@ -129,7 +147,7 @@ static inline uint32_t lh_keymap_get(const lh_keymap *m, int64_t key) {
 }
 
 /* Hints the CPU to load the slot key's probe starts at. */
-static inline void lh_keymap_prefetch(const lh_keymap *m, int64_t key) {
+static LH_ALWAYS_INLINE void lh_keymap_prefetch(const lh_keymap *m, int64_t key) {
 #if defined(__GNUC__)
   if (m->slots != NULL) __builtin_prefetch(lh_keymap_slot_addr(m, lh_keymap_home(m, key)), 0, 3);
 #else

@@ -306,6 +306,7 @@ static int map_shrink(lh_keymap *m) {
   lh_keymap fresh;
   memset(&fresh, 0, sizeof fresh);
   fresh.max_load_percent = m->max_load_percent;
+  fresh.run_bits = m->run_bits;
   if (lh_keymap_reserve(&fresh, m->count * 2) != 0) return -1;
   if (lh_keymap_capacity(&fresh) >= cap) { /* already as small as it gets */
     lh_keymap_free(&fresh);

@@ -55,8 +55,10 @@ typedef struct pslot {
   uint32_t pos[2];
 } pslot;
 
-/* Open addressing, home lh_mix64(key) & mask, linear probing, no deletion (a compaction rebuilds
- * the map without its dead keys); grows only in pm_reserve. */
+/* Open addressing, home lh_mix_runs(key, PM_RUN_BITS) & mask (runs of 4 consecutive keys side by
+ * side, as in the lane's map: lh_keymap.h), linear probing, no deletion (a compaction rebuilds the
+ * map without its dead keys); grows only in pm_reserve. */
+#define PM_RUN_BITS 2
 typedef struct pairmap {
   pslot *slots; /* NULL before the first reserve */
   size_t mask;
@@ -107,7 +109,9 @@ static inline unsigned popcount64(uint64_t x) {
 
 /* ---- the map ------------------------------------------------------------------------------ */
 
-static inline size_t pm_home(const pairmap *m, int64_t key) { return (size_t)lh_mix64((uint64_t)key) & m->mask; }
+static inline size_t pm_home(const pairmap *m, int64_t key) {
+  return (size_t)lh_mix_runs((uint64_t)key, PM_RUN_BITS) & m->mask;
+}
 
 /* The slot holding key or the empty slot ending its probe run. The map must have slots. */
 static inline size_t pm_find(const pairmap *m, int64_t key) {
@@ -116,7 +120,7 @@ static inline size_t pm_find(const pairmap *m, int64_t key) {
   return i;
 }
 
-static inline void pm_prefetch(const pairmap *m, int64_t key) {
+static LH_ALWAYS_INLINE void pm_prefetch(const pairmap *m, int64_t key) {
 #if defined(__GNUC__)
   if (m->slots != NULL) __builtin_prefetch(&m->slots[pm_home(m, key)], 0, 3);
 #else

@@ -37,6 +37,7 @@
 #define MIN_POS_CAP 8192u
 #define MAX_REQUEST_BLOCKS 0x7FFFFFFEu
 #define MAP_LOAD_PERCENT 80
+#define MAP_RUN_BITS 2 /* consecutive keys (a Mooncake request's blocks) share map lines: lh_keymap.h */
 #define MAX_KEY_ID ((size_t)UINT32_MAX - 1) /* keys a numbering lane holds (numbers 0 .. MAX_KEY_ID - 1) */
 
 /* One TTL over the lane's order: its own epochs and watermark. */
@@ -263,7 +264,7 @@ static int compact(lh_lane *L) {
   uint64_t nwords = (L->top >> 6) + 1;
   uint32_t *cum = malloc((size_t)(nwords + 1) * sizeof(uint32_t));
   if (cum == NULL) return LH_ENOMEM;
-  lh_keymap new_map = {.max_load_percent = MAP_LOAD_PERCENT};
+  lh_keymap new_map = {.max_load_percent = MAP_LOAD_PERCENT, .run_bits = MAP_RUN_BITS};
   if (rebuild_map) { /* room for twice the survivors, but never larger than now */
     size_t want = (size_t)(2 * alive), room = lh_keymap_room(&L->map);
     if (lh_keymap_reserve(&new_map, want < room ? want : room) != 0) {
@@ -375,6 +376,7 @@ static void init_lane(lh_lane *L, const int64_t *ttls_ns, size_t n_views, unsign
     if (best != 0 && (ttls_ns[v] == 0 || ttls_ns[v] > best)) L->perm = v;
   }
   L->map.max_load_percent = MAP_LOAD_PERCENT;
+  L->map.run_bits = MAP_RUN_BITS;
   L->map.slot_bytes = flags & LH_LANE_KEY_IDS ? LH_KEYMAP_WIDE_SLOT : LH_KEYMAP_SLOT;
 }
 
@@ -487,12 +489,6 @@ static int reserve(lh_lane *L, size_t n, char *err, size_t errlen) {
   return st;
 }
 
-#if defined(__GNUC__)
-#define ALWAYS_INLINE inline __attribute__((always_inline))
-#else
-#define ALWAYS_INLINE inline
-#endif
-
 /* The other views' facts of a request, from perm's (dest[perm]: n_eval blocks evaluated): a view
  * that expires more cuts the prefix at its first evaluated block below its watermark, so its curve
  * is perm's up to there (snap: the blocks' snapshot positions). */
@@ -529,8 +525,8 @@ static void cut_views(const lh_lane *L, const uint32_t *snap, size_t n_eval, vie
 /* One request: see lh_lane.h. dest[v] receives view v's curve (room for 2 * n values) and cut;
  * ids (NULL, or n entries: a numbering lane's) receives each block's key number. w is the map's
  * slot width, a constant at each call, so the per-block code is compiled for each width. */
-static ALWAYS_INLINE int process_one_w(lh_lane *L, const int64_t *keys, size_t n, int64_t now, view_dest *dest,
-                                       uint32_t *ids, const size_t w, char *err, size_t errlen) {
+static LH_ALWAYS_INLINE int process_one_w(lh_lane *L, const int64_t *keys, size_t n, int64_t now, view_dest *dest,
+                                          uint32_t *ids, const size_t w, char *err, size_t errlen) {
   int st = reserve(L, n, err, errlen);
   if (st != LH_OK) return st;
   if (L->timed) now = advance_clock(L, now); /* the clock never runs backwards */

@@ -11,6 +11,7 @@
 
 #define MAX_KEYS ((uint64_t)UINT32_MAX - 1) /* key indices are uint32, LH_NIL excluded */
 #define MAP_LOAD_PERCENT 75                 /* the key map holds every key of the lane: memory over probe length */
+#define MAP_RUN_BITS 2 /* its runs of consecutive keys (a Mooncake request's blocks) share lines: lh_keymap.h */
 
 /* A growable array growing by a quarter (the reuse arrays are the recorder's bulk). */
 typedef struct array {
@@ -81,6 +82,7 @@ int lh_profile_create(lh_profile **out, int64_t window_ns, char *err, size_t err
   p->window_ns = window_ns;
   p->base_cat = -1;
   p->map.max_load_percent = MAP_LOAD_PERCENT;
+  p->map.run_bits = MAP_RUN_BITS;
   *out = p;
   return LH_OK;
 }
@@ -111,6 +113,7 @@ void lh_profile_reset(lh_profile *p) {
   p->window_ns = window_ns;
   p->base_cat = -1;
   p->map.max_load_percent = MAP_LOAD_PERCENT;
+  p->map.run_bits = MAP_RUN_BITS;
 }
 
 /* Checks request r's curve (before anything changes): well formed, covering at most its n

@@ -11,6 +11,7 @@
 #include "lh_policy_ops.h"
 
 #define MAX_TRACKED ((uint64_t)UINT32_MAX - 1) /* slot and record indices are uint32, LH_NIL excluded */
+#define SIM_RUN_BITS 2 /* the key maps' runs of consecutive keys (a Mooncake request's blocks): lh_keymap.h */
 
 struct lh_sim {
   const lh_policy_ops *ops;
@@ -104,6 +105,7 @@ int lh_sim_create(lh_sim **out, int policy, uint64_t capacity_blocks, const lh_w
   s->ops = ops;
   s->capacity = capacity_blocks;
   s->absent_from = ops->keeps_keys ? LH_ABSENT : LH_NIL;
+  s->map.run_bits = s->ghosts.run_bits = SIM_RUN_BITS;
   if (ops->keeps_keys) s->map.max_load_percent = 75; /* every key of the trace: as full as other such maps */
   s->record = (flags & LH_SIM_RECORD_EVICTIONS) != 0;
   s->evidence = (flags & LH_SIM_MISS_EVIDENCE) != 0;

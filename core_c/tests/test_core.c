@@ -364,19 +364,47 @@ static int keymap_matches(const lh_keymap *m, const int64_t *keys, const uint32_
   return held == want && m->count == want;
 }
 
+/* Home slots: with run_bits 0 the mixed key; with r > 0, the keys that differ only in their low r
+ * bits sit side by side from the first one's home (in key order, wrapping around the table), and
+ * runs of other keys land at scattered places. */
+static void test_keymap_runs(void) {
+  lh_keymap m;
+  memset(&m, 0, sizeof m);
+  CHECK(lh_keymap_reserve(&m, 1000) == 0);
+  size_t cap = lh_keymap_capacity(&m);
+  for (int64_t key = -5000; key < 5000; key += 7) CHECK(lh_keymap_home(&m, key) == (lh_mix64((uint64_t)key) & m.mask));
+  lh_keymap_free(&m);
+  for (unsigned r = 1; r <= LH_KEYMAP_MAX_RUN_BITS; r++) {
+    memset(&m, 0, sizeof m);
+    m.run_bits = r;
+    CHECK(lh_keymap_reserve(&m, r == LH_KEYMAP_MAX_RUN_BITS ? 1 : 1000) == 0);
+    cap = lh_keymap_capacity(&m);
+    size_t run = (size_t)1 << r, distinct = 0, *firsts = malloc(200 * sizeof *firsts);
+    for (int64_t base = -100 * (int64_t)run; base < 100 * (int64_t)run; base += (int64_t)run) {
+      size_t first = lh_keymap_home(&m, base);
+      for (size_t j = 1; j < run; j++) CHECK(lh_keymap_home(&m, base + (int64_t)j) == ((first + j) & m.mask));
+      size_t seen = 0;
+      while (seen < distinct && firsts[seen] != first) seen++;
+      if (seen == distinct) firsts[distinct++] = first;
+    }
+    CHECK(distinct > (cap / run < 200 ? cap / run : 200) / 2); /* runs spread over the table */
+    free(firsts);
+    lh_keymap_free(&m);
+  }
+}
+
 /* Key maps grown in place (lh_keymap_reserve) against arrays of the keys put: narrow and wide
- * slots, several loads, keys deleted between growths, growths of one doubling and of several at
- * once, and a map big enough to be a block of its own (from 4 MiB). Keys are drawn from a small
- * range so that homes collide and probe runs wrap around the end of the table. */
+ * slots, several loads, homes with and without runs of keys (run_bits), keys deleted between growths, growths of one
+ * doubling and of several at once, and a map big enough to be a block of its own (from 4 MiB). Keys are drawn from a
+ * small range so that homes collide and probe runs wrap around the end of the table. */
 static void test_keymap_growth(void) {
   const struct {
-    unsigned width, load;
+    unsigned width, load, run_bits;
     size_t keys;
-  } cases[] = {{LH_KEYMAP_SLOT, 0, 3000},
-               {LH_KEYMAP_SLOT, 90, 3000},
-               {LH_KEYMAP_WIDE_SLOT, 80, 3000},
-               {LH_KEYMAP_SLOT, 75, 700000},
-               {LH_KEYMAP_WIDE_SLOT, 90, 400000}};
+  } cases[] = {
+      {LH_KEYMAP_SLOT, 0, 0, 3000},       {LH_KEYMAP_SLOT, 90, 0, 3000},        {LH_KEYMAP_WIDE_SLOT, 80, 0, 3000},
+      {LH_KEYMAP_SLOT, 75, 0, 700000},    {LH_KEYMAP_WIDE_SLOT, 90, 0, 400000}, {LH_KEYMAP_SLOT, 80, 2, 3000},
+      {LH_KEYMAP_WIDE_SLOT, 90, 4, 3000}, {LH_KEYMAP_SLOT, 80, 2, 700000},      {LH_KEYMAP_WIDE_SLOT, 80, 2, 400000}};
   for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
     size_t n = cases[c].keys;
     int64_t *keys = malloc(n * sizeof *keys);
@@ -386,6 +414,7 @@ static void test_keymap_growth(void) {
     memset(&m, 0, sizeof m);
     m.slot_bytes = cases[c].width;
     m.max_load_percent = cases[c].load;
+    m.run_bits = cases[c].run_bits;
     int ok = 1;
     size_t put = 0, checks = 0;
     while (put < n && ok) {
@@ -568,6 +597,7 @@ int main(void) {
   test_key_numbers(25);
   test_advise_huge();
   test_realloc_huge();
+  test_keymap_runs();
   test_keymap_growth();
   test_views();
   return finish("core");
