@@ -92,8 +92,10 @@ extern const lh_policy_ops lh_policy_wa;
 /* Gives an LRU simulator a TTL (the routing simulator's, lh_route.c; before its first request):
  * a resident block whose last access is ttl_ns or more before the request is not a hit (the
  * prefix stops there); it keeps its place in the order and its slot, and the commit touches it
- * like any resident block. 0: none (the default). Not for the other policies. */
-void lh_sim_set_ttl(lh_sim *sim, int64_t ttl_ns);
+ * like any resident block. 0: none (the default). Not for the other policies. 0, or -1 (nothing
+ * set) for a simulator that started or keeps miss evidence (its lookup reads a missing key's
+ * evidence only where the key is not resident). */
+int lh_sim_set_ttl(lh_sim *sim, int64_t ttl_ns);
 
 /* Sets the GDFS ring's width (lh_policy_gdfs.c: the priorities within `width` of the clock are
  * kept in a ring, the others in a heap): a power of two up to 2^30, before the first request.

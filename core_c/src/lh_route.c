@@ -64,7 +64,10 @@ int lh_route_create(lh_route **out, const lh_route_params *p, char *err, size_t 
       lh_route_destroy(rt);
       return rc;
     }
-    lh_sim_set_ttl(rt->sims[j], p->ttl_ns);
+    if (lh_sim_set_ttl(rt->sims[j], p->ttl_ns) != 0) { /* a fresh simulator without evidence takes it */
+      lh_route_destroy(rt);
+      return lh_fail(err, errlen, LH_EINVAL, "a routing replica's simulator refused its TTL");
+    }
   }
   *out = rt;
   return LH_OK;

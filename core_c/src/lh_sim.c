@@ -17,9 +17,15 @@ struct lh_sim {
   const lh_policy_ops *ops;
   void *policy;
   uint64_t capacity;
-  lh_keymap map;        /* resident key -> slot (and, when the policy keeps_keys, any other -> LH_ABSENT | entry) */
-  uint32_t absent_from; /* map values from here are no slot: LH_ABSENT when the policy keeps_keys, else LH_NIL */
+  /* resident key -> slot; when the policy keeps_keys, any other key -> LH_ABSENT | its entry; with
+   * ghosts_in_map, a key evicted and not resident since -> LH_ABSENT | its ghost time */
+  lh_keymap map;
+  uint32_t absent_from; /* map values from here are no slot: LH_ABSENT when keys stay in the map, else LH_NIL */
   uint32_t n_entries;   /* keeps_keys: the entries given */
+  /* Keys never leave the map (keeps_keys or ghosts_in_map): a slot knows its key's place there
+   * (lh_slot.at), so an eviction rewrites that value, a store where a deletion would shift the
+   * keys after it, and nothing moves a key but the map's growth */
+  int keys_stay;
   lh_slot *slots;
   size_t n_slots, cap_slots; /* slots in use (== resident) and allocated */
   uint64_t seq;
@@ -33,15 +39,25 @@ struct lh_sim {
   int record;
   int64_t *ev_keys, *ev_reqs;
   size_t n_ev, cap_ev_keys, cap_ev_reqs;
-  /* LH_SIM_MISS_EVIDENCE: evicted key -> index into ghost_ts, the time of its latest eviction;
-   * entries are never removed (a re-inserted key that misses again was evicted again since) */
-  int evidence;
-  lh_keymap ghosts;
+  /* LH_SIM_MISS_EVIDENCE: each evicted key's ghost time, an index into ghost_ts, the time of its
+   * latest eviction. ghost_ts holds the distinct times of the requests that evicted, in order (at
+   * most one a request), so an eviction writes only its key's value in a map, never a per-key
+   * array at random. With ghosts_in_map (a policy that does not keep keys, no TTL) the key map
+   * itself holds them: an evicted key's value becomes LH_ABSENT | its ghost time, so the lookup
+   * reads a missing key's evidence with its residence and an eviction costs one store; a slot's
+   * bit in evicted_before tells whether its key had been evicted before it came in (for
+   * n_ghosts). Else (WA, whose map values of absent keys are entries) the map `ghosts` keeps every
+   * evicted key -> its ghost time (a re-inserted key that misses again was evicted again since). */
+  int evidence, ghosts_in_map;
+  size_t n_ghosts; /* distinct keys ever evicted */
   int64_t *ghost_ts;
-  size_t n_ghosts, cap_ghost_ts;
-  /* the keys the current request has evicted, their ghost slots prefetched: their eviction time
-   * is written after its commit, so the map's cache misses overlap (nothing reads the ghosts
-   * in between) */
+  size_t n_ghost_ts, cap_ghost_ts;
+  uint64_t *evicted_before; /* ghosts_in_map: a bit per slot */
+  size_t cap_evicted_before;
+  lh_keymap ghosts;
+  /* the keys the current request has evicted, their slots in `ghosts` prefetched: their ghost time
+   * is written after its commit, so the map's cache misses overlap (nothing reads the ghosts in
+   * between) */
   int64_t *evicted;
   size_t n_evicted, cap_evicted;
   /* evictions in the aligned second of the current request */
@@ -104,11 +120,13 @@ int lh_sim_create(lh_sim **out, int policy, uint64_t capacity_blocks, const lh_w
   }
   s->ops = ops;
   s->capacity = capacity_blocks;
-  s->absent_from = ops->keeps_keys ? LH_ABSENT : LH_NIL;
-  s->map.run_bits = s->ghosts.run_bits = SIM_RUN_BITS;
-  if (ops->keeps_keys) s->map.max_load_percent = 75; /* every key of the trace: as full as other such maps */
   s->record = (flags & LH_SIM_RECORD_EVICTIONS) != 0;
   s->evidence = (flags & LH_SIM_MISS_EVIDENCE) != 0;
+  s->ghosts_in_map = s->evidence && !ops->keeps_keys;
+  s->keys_stay = ops->keeps_keys || s->ghosts_in_map;
+  s->absent_from = s->keys_stay ? LH_ABSENT : LH_NIL;
+  s->map.run_bits = s->ghosts.run_bits = SIM_RUN_BITS;
+  if (ops->keeps_keys) s->map.max_load_percent = 75; /* every key of the trace: as full as other such maps */
   *out = s;
   return LH_OK;
 }
@@ -123,6 +141,7 @@ void lh_sim_destroy(lh_sim *s) {
   lh_policy_free(s->ev_reqs, s->cap_ev_reqs, sizeof(int64_t));
   lh_keymap_free(&s->ghosts);
   lh_policy_free(s->ghost_ts, s->cap_ghost_ts, sizeof(int64_t));
+  lh_policy_free(s->evicted_before, s->cap_evicted_before, sizeof(uint64_t));
   lh_policy_free(s->evicted, s->cap_evicted, sizeof(int64_t));
   free(s);
 }
@@ -150,19 +169,23 @@ static int reserve_request(lh_sim *s, const int64_t *keys, size_t n, int32_t cat
   if ((uint64_t)s->n_slots + add > MAX_TRACKED) {
     return lh_fail(err, errlen, LH_ERANGE, "more than %llu resident blocks", (unsigned long long)MAX_TRACKED);
   }
-  if (s->evidence && (uint64_t)s->n_ghosts + n > MAX_TRACKED) { /* a request evicts at most n keys */
-    return lh_fail(err, errlen, LH_ERANGE, "more than %llu distinct evicted keys", (unsigned long long)MAX_TRACKED);
+  if (s->evidence && (uint64_t)s->n_ghost_ts + 1 > (s->ghosts_in_map ? LH_ABSENT - 1 : MAX_TRACKED)) {
+    return lh_fail(err, errlen, LH_ERANGE, "more than %llu requests that evicted (distinct times)",
+                   (unsigned long long)(s->ghosts_in_map ? LH_ABSENT - 1 : MAX_TRACKED)); /* a request adds one */
   }
   int keeps = s->ops->keeps_keys;
   if (keeps && ((uint64_t)s->n_slots + add >= LH_ABSENT || (uint64_t)s->n_entries + n > LH_ABSENT - 1)) {
     return lh_fail(err, errlen, LH_ERANGE, "the %s policy tracks at most 2^31 - 2 keys and 2^31 - 1 resident blocks",
                    s->ops->name);
   }
+  if (s->ghosts_in_map && (uint64_t)s->n_slots + add >= LH_ABSENT) {
+    return lh_fail(err, errlen, LH_ERANGE, "miss evidence tracks at most 2^31 - 1 resident blocks");
+  }
   size_t map_cap = lh_keymap_capacity(&s->map);
-  if (lh_keymap_reserve(&s->map, keeps ? n : add) != 0) {
+  if (lh_keymap_reserve(&s->map, s->keys_stay ? n : add) != 0) { /* where keys stay, each may be new */
     return lh_fail(err, errlen, LH_ENOMEM, "out of memory in the policy simulator");
   }
-  if (keeps && lh_keymap_capacity(&s->map) != map_cap) { /* the keys moved: their slots learn where */
+  if (s->keys_stay && lh_keymap_capacity(&s->map) != map_cap) { /* the keys moved: their slots learn where */
     for (size_t i = 0; i < lh_keymap_capacity(&s->map); i++) {
       uint32_t v = lh_keymap_val(&s->map, i);
       if (v < LH_ABSENT) s->slots[v].at = (uint32_t)i;
@@ -172,9 +195,13 @@ static int reserve_request(lh_sim *s, const int64_t *keys, size_t n, int32_t cat
       lh_policy_grow((void **)&s->found, &s->cap_found, n, sizeof(uint32_t)) != 0 ||
       (s->record && (lh_policy_grow((void **)&s->ev_keys, &s->cap_ev_keys, s->n_ev + n, sizeof(int64_t)) != 0 ||
                      lh_policy_grow((void **)&s->ev_reqs, &s->cap_ev_reqs, s->n_ev + n, sizeof(int64_t)) != 0)) ||
-      (s->evidence && (lh_keymap_reserve(&s->ghosts, n) != 0 ||
-                       lh_policy_grow((void **)&s->ghost_ts, &s->cap_ghost_ts, s->n_ghosts + n, sizeof(int64_t)) != 0 ||
-                       lh_policy_grow((void **)&s->evicted, &s->cap_evicted, n, sizeof(int64_t)) != 0))) {
+      (s->evidence &&
+       lh_policy_grow((void **)&s->ghost_ts, &s->cap_ghost_ts, s->n_ghost_ts + 1, sizeof(int64_t)) != 0) ||
+      (s->ghosts_in_map && lh_policy_grow((void **)&s->evicted_before, &s->cap_evicted_before,
+                                          (s->n_slots + add + 63) / 64, sizeof(uint64_t)) != 0) ||
+      (s->evidence && !s->ghosts_in_map &&
+       (lh_keymap_reserve(&s->ghosts, n) != 0 ||
+        lh_policy_grow((void **)&s->evicted, &s->cap_evicted, n, sizeof(int64_t)) != 0))) {
     return lh_fail(err, errlen, LH_ENOMEM, "out of memory in the policy simulator");
   }
   int rc = s->ops->reserve(s->policy, s->n_slots + add, keys, n, cat);
@@ -182,34 +209,65 @@ static int reserve_request(lh_sim *s, const int64_t *keys, size_t n, int32_t cat
   return LH_OK;
 }
 
+static inline int bit_of(const uint64_t *bits, size_t i) { return (int)(bits[i >> 6] >> (i & 63)) & 1; }
+
+static inline void put_bit(uint64_t *bits, size_t i, int on) {
+  bits[i >> 6] = (bits[i >> 6] & ~(UINT64_C(1) << (i & 63))) | ((uint64_t)(on != 0) << (i & 63));
+}
+
+/* The ghost time of `now`, the current request's time: its index in ghost_ts, added at the
+ * request's first eviction (reserve_request made room). */
+static inline uint32_t ghost_time(lh_sim *s, int64_t now) {
+  if (s->n_ghost_ts == 0 || s->ghost_ts[s->n_ghost_ts - 1] != now) s->ghost_ts[s->n_ghost_ts++] = now;
+  return (uint32_t)(s->n_ghost_ts - 1);
+}
+
+/* Takes the victim's key out of the resident keys: with keeps_keys its entry replaces its slot in
+ * the map, with ghosts_in_map its ghost time does, else the key is deleted. */
+static inline void unmap_victim(lh_sim *s, uint32_t slot, int64_t now) {
+  const lh_slot *v = &s->slots[slot];
+  if (s->ops->keeps_keys) {
+    lh_keymap_set_val(&s->map, v->at, LH_ABSENT | v->aux);
+  } else if (s->ghosts_in_map) {
+    if (!bit_of(s->evicted_before, slot)) s->n_ghosts++;
+    lh_keymap_set_val(&s->map, v->at, LH_ABSENT | ghost_time(s, now));
+  } else {
+    lh_keymap_del(&s->map, v->key);
+  }
+}
+
 /* Counts an eviction of key by the current request: the per-second peak, and, when evidence is
- * kept, the key for write_ghosts. Cannot fail after reserve_request (a request evicts at most
- * one key per block). */
+ * kept apart (`ghosts`), the key for write_ghosts. Cannot fail after reserve_request (a request
+ * evicts at most one key per block). */
 static void note_eviction(lh_sim *s, int64_t key) {
   if (++s->second_evictions > s->stats.peak_evictions_per_s) {
     s->stats.peak_evictions_per_s = s->second_evictions;
     s->stats.peak_second = s->second;
   }
-  if (!s->evidence) return;
+  if (!s->evidence || s->ghosts_in_map) return;
   lh_keymap_prefetch(&s->ghosts, key);
   s->evicted[s->n_evicted++] = key;
 }
 
-/* Writes `now` as the latest eviction time of every key the request evicted. */
+/* Writes `now` as the latest eviction time of every key the request evicted (evidence kept apart). */
 static void write_ghosts(lh_sim *s, int64_t now) {
+  if (s->n_evicted == 0) return;
+  uint32_t t = ghost_time(s, now);
   for (size_t i = 0; i < s->n_evicted; i++) {
-    int64_t key = s->evicted[i];
-    uint32_t g = lh_keymap_get(&s->ghosts, key);
-    if (g == LH_NIL) {
-      g = (uint32_t)s->n_ghosts++;
-      lh_keymap_put(&s->ghosts, key, g);
+    size_t at = lh_keymap_find(&s->ghosts, s->evicted[i]);
+    if (lh_keymap_val(&s->ghosts, at) == LH_NIL) {
+      lh_keymap_put_at(&s->ghosts, at, s->evicted[i], t);
+      s->n_ghosts++;
+    } else {
+      lh_keymap_set_val(&s->ghosts, at, t);
     }
-    s->ghost_ts[g] = now;
   }
   s->n_evicted = 0;
 }
 
-/* The miss evidence of a request whose lookup found `hits` of its n keys (see lh_policy.h). */
+/* The miss evidence of a request whose lookup found `hits` of its n keys (see lh_policy.h), read
+ * before any change of the ghosts by its commit: with ghosts_in_map, from the lookup's found[hits]
+ * (the map value of keys[hits], not resident), else from `ghosts` before write_ghosts. */
 static void classify_miss(const lh_sim *s, const int64_t *keys, size_t n, size_t hits, int32_t *outcome,
                           int64_t *miss_key, int64_t *evicted_at) {
   *miss_key = 0;
@@ -219,7 +277,8 @@ static void classify_miss(const lh_sim *s, const int64_t *keys, size_t n, size_t
     return;
   }
   *miss_key = keys[hits];
-  uint32_t g = lh_keymap_get(&s->ghosts, keys[hits]);
+  uint32_t g = s->ghosts_in_map ? (s->found[hits] == LH_NIL ? LH_NIL : s->found[hits] & ~LH_ABSENT)
+                                : lh_keymap_get(&s->ghosts, keys[hits]);
   if (g == LH_NIL) {
     *outcome = LH_SIM_MISS_NO_MATCH;
   } else {
@@ -240,11 +299,29 @@ static inline int alive(const lh_sim *s, uint32_t slot, int64_t now) {
   return s->ttl_ns == 0 || (uint64_t)now - (uint64_t)s->slots[slot].ts < (uint64_t)s->ttl_ns;
 }
 
-void lh_sim_set_ttl(lh_sim *s, int64_t ttl_ns) { s->ttl_ns = ttl_ns > 0 ? ttl_ns : 0; }
+int lh_sim_set_ttl(lh_sim *s, int64_t ttl_ns) {
+  if (s->evidence || s->started) return -1;
+  s->ttl_ns = ttl_ns > 0 ? ttl_ns : 0;
+  return 0;
+}
 
 int lh_sim_gdfs_near_width(lh_sim *s, size_t width) {
   if (s->ops != &lh_policy_gdfs || s->started) return -1;
   return lh_gdfs_set_near_width(s->policy, width);
+}
+
+/* Hints the CPU to load the key map slot unmap_victim changes for victim v. */
+static LH_ALWAYS_INLINE void prefetch_unmap(const lh_sim *s, uint32_t v) {
+#if defined(__GNUC__)
+  if (s->keys_stay) {
+    __builtin_prefetch(lh_keymap_slot_addr(&s->map, s->slots[v].at), 1, 3);
+  } else {
+    lh_keymap_prefetch(&s->map, s->slots[v].key);
+  }
+#else
+  (void)s;
+  (void)v;
+#endif
 }
 
 /* After an eviction: the key map slots of the next victims on their way into the cache, with the
@@ -261,7 +338,7 @@ static inline void prefetch_victims(lh_sim *s) {
     uint32_t v = s->ops->next_victim(s->policy, s->slots);
     if (v == LH_NIL) return;
     s->pf_slot = v;
-    lh_keymap_prefetch(&s->map, s->slots[v].key);
+    prefetch_unmap(s, v);
     if (s->ops->victim_lead <= 1) {
       if (s->slots[v].next != LH_NIL) __builtin_prefetch(&s->slots[s->slots[v].next], 0, 3);
       return;
@@ -272,7 +349,7 @@ static inline void prefetch_victims(lh_sim *s) {
     if (next == LH_NIL) break;
     s->pf_slot = next;
     s->pf_lead++;
-    lh_keymap_prefetch(&s->map, s->slots[next].key);
+    prefetch_unmap(s, next);
     if (s->slots[next].next != LH_NIL) __builtin_prefetch(&s->slots[s->slots[next].next], 0, 3);
   }
 #else
@@ -302,7 +379,9 @@ static int64_t run_request(lh_sim *s, const int64_t *keys, size_t n, int64_t now
     }
   }
   if (all) s->ops->begin_request(s->policy, keys, s->found, n, now, cat);
-  if (out != NULL) classify_miss(s, keys, n, hits, &out->outcome[r], &out->key[r], &out->evicted_at[r]);
+  /* the miss evidence is read after the commit (from found, or from `ghosts`, which only
+   * write_ghosts changes, after it), so the slot of the first missing key there loads meanwhile */
+  if (out != NULL && hits < n && !s->ghosts_in_map) lh_keymap_prefetch(&s->ghosts, keys[hits]);
   int64_t second = floor_second(now);
   if (second != s->second) {
     s->second = second;
@@ -314,7 +393,11 @@ static int64_t run_request(lh_sim *s, const int64_t *keys, size_t n, int64_t now
     /* the slot the lookup found, unless this commit evicted that key (and gave its slot to
      * another); a key not resident then may have been inserted since by a later duplicate */
     uint32_t slot = j < known ? slot_of(s, s->found[j]) : LH_NIL;
-    if (slot == LH_NIL || s->slots[slot].key != key) slot = slot_of(s, lh_keymap_get(&s->map, key));
+    size_t at = 0; /* ghosts_in_map: the key's place in the map, where it is not resident */
+    if ((slot == LH_NIL || s->slots[slot].key != key) && s->map.slots != NULL) {
+      at = lh_keymap_find(&s->map, key);
+      slot = slot_of(s, lh_keymap_val(&s->map, at));
+    }
     a.offset = (int32_t)(j > INT32_MAX ? INT32_MAX : j);
     s->seq++;
     if (slot != LH_NIL) {
@@ -329,11 +412,7 @@ static int64_t run_request(lh_sim *s, const int64_t *keys, size_t n, int64_t now
     if (s->capacity == 0) continue;
     if (s->n_slots == s->capacity) {
       slot = s->ops->evict(s->policy, s->slots, &a);
-      if (s->ops->keeps_keys) { /* the key stays, its entry in place of its slot: a store, no lookup */
-        lh_keymap_set_val(&s->map, s->slots[slot].at, LH_ABSENT | s->slots[slot].aux);
-      } else {
-        lh_keymap_del(&s->map, s->slots[slot].key);
-      }
+      unmap_victim(s, slot, now); /* where keys stay, `at` stays right: no key moved */
       if (s->record) {
         s->ev_keys[s->n_ev] = s->slots[slot].key;
         s->ev_reqs[s->n_ev++] = r;
@@ -350,16 +429,25 @@ static int64_t run_request(lh_sim *s, const int64_t *keys, size_t n, int64_t now
     b->ts = now;
     b->count = 1;
     if (s->ops->keeps_keys) {
-      size_t at;
       b->aux = kept_value(s, key, &at) & ~LH_ABSENT; /* the lookup put it */
       b->at = (uint32_t)at;
       lh_keymap_set_val(&s->map, at, slot);
+    } else if (s->ghosts_in_map) {
+      int ghost = lh_keymap_val(&s->map, at) != LH_NIL; /* absent, so evicted before */
+      put_bit(s->evicted_before, slot, ghost);
+      if (ghost) {
+        lh_keymap_set_val(&s->map, at, slot);
+      } else {
+        lh_keymap_put_at(&s->map, at, key, slot);
+      }
+      b->at = (uint32_t)at;
     } else {
       lh_keymap_put(&s->map, key, slot);
     }
     s->ops->on_insert(s->policy, s->slots, slot, &a);
     s->stats.inserts++;
   }
+  if (out != NULL) classify_miss(s, keys, n, hits, &out->outcome[r], &out->key[r], &out->evicted_at[r]);
   write_ghosts(s, now);
   s->stats.requests++;
   s->stats.accesses += n;
@@ -437,7 +525,7 @@ void lh_sim_get_stats(const lh_sim *s, lh_sim_stats *stats) {
   stats->memory_bytes = sizeof *s + lh_keymap_memory(&s->map) + s->cap_slots * sizeof(lh_slot) +
                         s->cap_found * sizeof(uint32_t) + (s->cap_ev_keys + s->cap_ev_reqs) * sizeof(int64_t) +
                         lh_keymap_memory(&s->ghosts) + (s->cap_ghost_ts + s->cap_evicted) * sizeof(int64_t) +
-                        s->ops->memory(s->policy);
+                        s->cap_evicted_before * sizeof(uint64_t) + s->ops->memory(s->policy);
   if (s->ops->stats != NULL) s->ops->stats(s->policy, stats);
 }
 
@@ -445,22 +533,29 @@ double lh_sim_wa_rate(const lh_sim *s, int32_t category) {
   return s->ops->rate == NULL ? 0.0 : s->ops->rate(s->policy, category);
 }
 
+/* Whether ghost time g exists and is not in the future. */
+static int ghost_time_ok(const lh_sim *s, uint32_t g) { return g < s->n_ghost_ts && s->ghost_ts[g] <= s->last_ts; }
+
 int lh_sim_check(const lh_sim *s, char *err, size_t errlen) {
-  size_t mapped = s->map.count; /* keys mapped to a slot */
-  if (s->ops->keeps_keys) {
-    if (s->map.count != s->n_entries) {
-      return lh_fail(err, errlen, LH_EINVAL, "map holds %zu keys but %u entries were given", s->map.count,
-                     (unsigned)s->n_entries);
-    }
+  size_t mapped = s->map.count, absent = 0; /* keys mapped to a slot, and the others */
+  if (s->ops->keeps_keys && s->map.count != s->n_entries) {
+    return lh_fail(err, errlen, LH_EINVAL, "map holds %zu keys but %u entries were given", s->map.count,
+                   (unsigned)s->n_entries);
+  }
+  if (s->keys_stay) {
     mapped = 0;
     for (size_t i = 0; i < lh_keymap_capacity(&s->map); i++) {
       uint32_t v = lh_keymap_val(&s->map, i);
       if (v == LH_NIL) continue;
       if (v < LH_ABSENT) {
         mapped++;
-      } else if ((v & ~LH_ABSENT) >= s->n_entries) {
-        return lh_fail(err, errlen, LH_EINVAL, "key %lld maps to entry %u, never given",
-                       (long long)lh_keymap_key(&s->map, i), (unsigned)(v & ~LH_ABSENT));
+        continue;
+      }
+      absent++;
+      if (s->ops->keeps_keys ? (v & ~LH_ABSENT) >= s->n_entries : !ghost_time_ok(s, v & ~LH_ABSENT)) {
+        return lh_fail(err, errlen, LH_EINVAL, "key %lld maps to %s %u, never given",
+                       (long long)lh_keymap_key(&s->map, i), s->ops->keeps_keys ? "entry" : "ghost time",
+                       (unsigned)(v & ~LH_ABSENT));
       }
     }
   }
@@ -469,24 +564,26 @@ int lh_sim_check(const lh_sim *s, char *err, size_t errlen) {
                    s->n_slots);
   }
   if (s->n_slots > s->capacity) return lh_fail(err, errlen, LH_EINVAL, "more resident blocks than the capacity");
+  size_t ghosts = s->ghosts_in_map ? absent : s->ghosts.count; /* distinct evicted keys the evidence holds */
   for (size_t i = 0; i < s->n_slots; i++) {
     if (lh_keymap_get(&s->map, s->slots[i].key) != (uint32_t)i) {
       return lh_fail(err, errlen, LH_EINVAL, "slot %zu's key does not map back to it", i);
     }
-    if (s->ops->keeps_keys &&
-        (s->slots[i].aux >= s->n_entries || s->slots[i].at != lh_keymap_find(&s->map, s->slots[i].key))) {
-      return lh_fail(err, errlen, LH_EINVAL, "slot %zu holds entry %u, never given, or not its key's place in the map",
-                     i, (unsigned)s->slots[i].aux);
+    if (s->keys_stay && s->slots[i].at != lh_keymap_find(&s->map, s->slots[i].key)) {
+      return lh_fail(err, errlen, LH_EINVAL, "slot %zu does not know its key's place in the map", i);
     }
+    if (s->ops->keeps_keys && s->slots[i].aux >= s->n_entries) {
+      return lh_fail(err, errlen, LH_EINVAL, "slot %zu holds entry %u, never given", i, (unsigned)s->slots[i].aux);
+    }
+    if (s->ghosts_in_map && bit_of(s->evicted_before, i)) ghosts++;
   }
-  if (s->ghosts.count != s->n_ghosts) {
-    return lh_fail(err, errlen, LH_EINVAL, "evidence map holds %zu keys but %zu are recorded", s->ghosts.count,
+  if (ghosts != s->n_ghosts) {
+    return lh_fail(err, errlen, LH_EINVAL, "the evidence holds %zu evicted keys but %zu are counted", ghosts,
                    s->n_ghosts);
   }
   for (size_t i = 0; i < lh_keymap_capacity(&s->ghosts); i++) {
     uint32_t g = lh_keymap_val(&s->ghosts, i);
-    if (g == LH_NIL) continue;
-    if (g >= s->n_ghosts || s->ghost_ts[g] > s->last_ts) {
+    if (g != LH_NIL && !ghost_time_ok(s, g)) {
       return lh_fail(err, errlen, LH_EINVAL, "evicted key %lld has no eviction time or one in the future",
                      (long long)lh_keymap_key(&s->ghosts, i));
     }

@@ -390,6 +390,59 @@ static void test_evidence_random(void) {
   free(log_keys), free(log_ts);
 }
 
+/* Thousands of keys (the evidence's map grows many times while slots know their keys' places
+ * in it), in runs of consecutive keys as a Mooncake trace numbers them: the evidence changes no
+ * hit, every request's evidence is the latest logged eviction of its first uncached key, the
+ * invariants hold along the way and evicted_keys counts the distinct keys ever evicted. */
+static void test_evidence_growth(void) {
+  enum { KEYS = 6000, N = 3000 };
+  int64_t *last = malloc(KEYS * sizeof *last); /* latest eviction time of each key, or -1 */
+  CHECK(last != NULL);
+  for (int policy = LH_POLICY_LRU; policy <= LH_POLICY_WA; policy++) {
+    lh_sim *plain = NULL, *ev = NULL;
+    char err[LH_ERR_LEN];
+    CHECK(lh_sim_create(&plain, policy, 200, &WA, 0, err, sizeof err) == LH_OK);
+    CHECK(lh_sim_create(&ev, policy, 200, &WA, LH_SIM_RECORD_EVICTIONS | LH_SIM_MISS_EVIDENCE, err, sizeof err) ==
+          LH_OK);
+    for (size_t k = 0; k < KEYS; k++) last[k] = -1;
+    size_t distinct = 0;
+    int64_t now = 0;
+    for (size_t r = 0; r < N; r++) {
+      int64_t keys[24], offsets[2] = {0, 1 + (int64_t)(rnd() % 24)}, want, hits, key, at;
+      int64_t base = (int64_t)(rnd() % (r < N / 2 ? 300 : KEYS - 24)); /* few keys first, then many */
+      for (int64_t j = 0; j < offsets[1]; j++) keys[j] = rnd() % 5 == 0 ? (int64_t)(rnd() % KEYS) : base + j;
+      int32_t cat = (int32_t)(rnd() % 3), outcome;
+      now += (int64_t)(rnd() % 3) * (S / 2);
+      size_t done = 0;
+      CHECK(lh_sim_process_batch(plain, keys, 24, offsets, &now, &cat, 1, &want, &done, err, sizeof err) == LH_OK);
+      CHECK(lh_sim_process_batch_misses(ev, keys, 24, offsets, &now, &cat, 1, &hits, &outcome, &key, &at, &done, err,
+                                        sizeof err) == LH_OK);
+      CHECK(hits == want);
+      if (hits == offsets[1]) {
+        CHECK(outcome == LH_SIM_FULL_HIT && key == 0 && at == 0);
+      } else {
+        int64_t t = last[keys[hits]];
+        CHECK(key == keys[hits] && outcome == (t < 0 ? LH_SIM_MISS_NO_MATCH : LH_SIM_MISS_EVICTED) &&
+              at == (t < 0 ? 0 : t));
+      }
+      const int64_t *ev_keys, *ev_reqs;
+      size_t n_ev = lh_sim_evictions(ev, &ev_keys, &ev_reqs);
+      for (size_t e = 0; e < n_ev; e++) {
+        distinct += last[ev_keys[e]] < 0;
+        last[ev_keys[e]] = now;
+      }
+      if (r % 64 == 0) CHECK(lh_sim_check(ev, err, sizeof err) == LH_OK);
+    }
+    CHECK(lh_sim_check(ev, err, sizeof err) == LH_OK);
+    lh_sim_stats st;
+    lh_sim_get_stats(ev, &st);
+    CHECK(st.evicted_keys == distinct && distinct > 1000);
+    lh_sim_destroy(plain);
+    lh_sim_destroy(ev);
+  }
+  free(last);
+}
+
 static int cmp_value(const void *a, const void *b) {
   int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
   return (x > y) - (x < y);
@@ -440,6 +493,7 @@ int main(void) {
   test_evidence_golden();
   test_evidence_errors();
   test_evidence_random();
+  test_evidence_growth();
   test_select();
   return finish("policy simulator");
 }
