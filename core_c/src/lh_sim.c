@@ -126,7 +126,7 @@ int lh_sim_create(lh_sim **out, int policy, uint64_t capacity_blocks, const lh_w
   s->keys_stay = ops->keeps_keys || s->ghosts_in_map;
   s->absent_from = s->keys_stay ? LH_ABSENT : LH_NIL;
   s->map.run_bits = s->ghosts.run_bits = SIM_RUN_BITS;
-  if (ops->keeps_keys) s->map.max_load_percent = 75; /* every key of the trace: as full as other such maps */
+  if (s->keys_stay) s->map.max_load_percent = 75; /* (nearly) every key of the trace: as full as other such maps */
   *out = s;
   return LH_OK;
 }
