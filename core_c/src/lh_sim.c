@@ -178,8 +178,9 @@ static int reserve_request(lh_sim *s, const int64_t *keys, size_t n, int32_t cat
     return lh_fail(err, errlen, LH_ERANGE, "the %s policy tracks at most 2^31 - 2 keys and 2^31 - 1 resident blocks",
                    s->ops->name);
   }
-  if (s->ghosts_in_map && (uint64_t)s->n_slots + add >= LH_ABSENT) {
-    return lh_fail(err, errlen, LH_ERANGE, "miss evidence tracks at most 2^31 - 1 resident blocks");
+  if (s->ghosts_in_map && ((uint64_t)s->n_slots + add >= LH_ABSENT || (uint64_t)s->map.count + n > LH_ABSENT - 2)) {
+    /* (so the map, 75 % full, has at most 2^32 slots: lh_slot.at holds a place in it) */
+    return lh_fail(err, errlen, LH_ERANGE, "miss evidence tracks at most 2^31 - 2 keys and 2^31 - 1 resident blocks");
   }
   size_t map_cap = lh_keymap_capacity(&s->map);
   if (lh_keymap_reserve(&s->map, s->keys_stay ? n : add) != 0) { /* where keys stay, each may be new */
