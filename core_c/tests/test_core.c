@@ -379,7 +379,7 @@ static void test_keymap_runs(void) {
     m.run_bits = r;
     CHECK(lh_keymap_reserve(&m, r == LH_KEYMAP_MAX_RUN_BITS ? 1 : 1000) == 0);
     cap = lh_keymap_capacity(&m);
-    size_t run = (size_t)1 << r, distinct = 0, *firsts = malloc(200 * sizeof *firsts);
+    size_t run = (size_t)1 << r, distinct = 0, firsts[200];
     for (int64_t base = -100 * (int64_t)run; base < 100 * (int64_t)run; base += (int64_t)run) {
       size_t first = lh_keymap_home(&m, base);
       for (size_t j = 1; j < run; j++) CHECK(lh_keymap_home(&m, base + (int64_t)j) == ((first + j) & m.mask));
@@ -388,7 +388,6 @@ static void test_keymap_runs(void) {
       if (seen == distinct) firsts[distinct++] = first;
     }
     CHECK(distinct > (cap / run < 200 ? cap / run : 200) / 2); /* runs spread over the table */
-    free(firsts);
     lh_keymap_free(&m);
   }
 }
@@ -410,6 +409,7 @@ static void test_keymap_growth(void) {
     int64_t *keys = malloc(n * sizeof *keys);
     uint32_t *vals = malloc(n * sizeof *vals);
     unsigned char *live = calloc(n, 1), *used = calloc(4 * n, 1);
+    CHECK(keys != NULL && vals != NULL && live != NULL && used != NULL);
     lh_keymap m;
     memset(&m, 0, sizeof m);
     m.slot_bytes = cases[c].width;
