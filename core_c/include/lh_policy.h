@@ -106,8 +106,9 @@ void lh_sim_destroy(lh_sim *sim);
  * LH_SIM_MAX_CATEGORIES - 1). Writes hits[r] (caller-owned, n_req entries). Returns LH_OK with
  * *n_done = n_req, or an error with *n_done = the index of the failing request: requests before
  * it are committed and their hits written; the failing request changed nothing (LH_EINVAL for
- * bad offsets, a decreasing timestamp or a bad category, LH_ENOMEM, LH_ERANGE when more than
- * 2^32 - 2 keys would be tracked). */
+ * bad offsets, a decreasing timestamp or a bad category, LH_ENOMEM, LH_ERANGE past the limits:
+ * 2^32 - 2 resident blocks; with the wa policy or miss evidence, 2^31 - 2 distinct keys and 2^31 - 1
+ * resident blocks). */
 int lh_sim_process_batch(lh_sim *sim, const int64_t *keys, size_t n_keys, const int64_t *offsets,
                          const int64_t *timestamps, const int32_t *categories, size_t n_req, int64_t *hits,
                          size_t *n_done, char *err, size_t errlen);
@@ -119,8 +120,7 @@ int lh_sim_process_batch(lh_sim *sim, const int64_t *keys, size_t n_keys, const 
  * LH_SIM_MISS_EVICTED (at most timestamps[r]: an eviction by an earlier request of this or an
  * earlier batch). miss_key[r] and evicted_at[r] are 0 where they do not apply. The outputs of
  * the requests before a failing one are written. LH_EINVAL (nothing processed) unless the
- * simulator was created with LH_SIM_MISS_EVIDENCE; LH_ERANGE when more than 2^32 - 2 distinct
- * keys would have been evicted. */
+ * simulator was created with LH_SIM_MISS_EVIDENCE; LH_ERANGE as lh_sim_process_batch. */
 int lh_sim_process_batch_misses(lh_sim *sim, const int64_t *keys, size_t n_keys, const int64_t *offsets,
                                 const int64_t *timestamps, const int32_t *categories, size_t n_req, int64_t *hits,
                                 int32_t *outcome, int64_t *miss_key, int64_t *evicted_at, size_t *n_done, char *err,

@@ -26,7 +26,7 @@ typedef struct lh_slot {
   uint32_t aux;   /* policy-defined (GDFS: its bucket), or with keeps_keys its key's entry (WA) */
   int32_t cat;    /* category of the request of the last access */
   int32_t offset; /* index of the block in that request */
-  uint32_t at;    /* the simulator's: its key's slot in the key map, when the policy keeps_keys */
+  uint32_t at;    /* the simulator's: its key's slot in the key map, where keys stay there (keeps_keys, evidence) */
 } lh_slot;
 
 /* What the policy sees of the request being committed. */

@@ -162,12 +162,54 @@ int lh_policy_grow(void **p, size_t *cap, size_t need, size_t elem) {
 
 void lh_policy_free(void *p, size_t cap, size_t elem) { lh_free_huge(p, cap * elem); }
 
+/* The map that holds the ghost times: the key map (ghosts_in_map) or `ghosts`. */
+static lh_keymap *ghost_map(lh_sim *s) { return s->ghosts_in_map ? &s->map : &s->ghosts; }
+
+/* The ghost time of map value v, or LH_NIL when v holds none (an empty slot, a resident key). */
+static inline uint32_t ghost_of(const lh_sim *s, uint32_t v) {
+  if (v == LH_NIL) return LH_NIL;
+  if (!s->ghosts_in_map) return v;
+  return v >= LH_ABSENT ? v & ~LH_ABSENT : LH_NIL;
+}
+
+/* Drops the ghost times no key holds any longer (times of keys evicted again since, or in again)
+ * and renumbers the others, in order, where the map values hold them: afterwards there are at most
+ * as many times as keys holding one. So the times follow the evicted keys, not the requests that
+ * evicted (a long trace over few keys); a pass over the map once the times have grown by the
+ * keys' count at least (reserve_request), so O(1) per time. Nothing observable changes. 0, or -1
+ * out of memory (nothing changed). */
+static int compact_ghost_times(lh_sim *s) {
+  lh_keymap *m = ghost_map(s);
+  uint32_t *rank = calloc(s->n_ghost_ts + 1, sizeof *rank); /* old time -> 1 + new, 0: none holds it */
+  if (rank == NULL) return -1;
+  for (size_t i = 0; i < lh_keymap_capacity(m); i++) {
+    uint32_t g = ghost_of(s, lh_keymap_val(m, i));
+    if (g != LH_NIL) rank[g] = 1;
+  }
+  size_t kept = 0;
+  for (size_t g = 0; g < s->n_ghost_ts; g++) {
+    if (rank[g] == 0) continue;
+    s->ghost_ts[kept] = s->ghost_ts[g];
+    rank[g] = (uint32_t)++kept;
+  }
+  for (size_t i = 0; i < lh_keymap_capacity(m); i++) {
+    uint32_t v = lh_keymap_val(m, i), g = ghost_of(s, v);
+    if (g != LH_NIL) lh_keymap_set_val(m, i, (v - g) + rank[g] - 1); /* (keeps the LH_ABSENT bit) */
+  }
+  s->n_ghost_ts = kept;
+  free(rank);
+  return 0;
+}
+
 /* Everything request r may allocate, allocated up front: afterwards it cannot fail. */
 static int reserve_request(lh_sim *s, const int64_t *keys, size_t n, int32_t cat, char *err, size_t errlen) {
   uint64_t room = s->capacity - s->n_slots; /* slots that can still be added without evicting */
   size_t add = room < n ? (size_t)room : n;
   if ((uint64_t)s->n_slots + add > MAX_TRACKED) {
     return lh_fail(err, errlen, LH_ERANGE, "more than %llu resident blocks", (unsigned long long)MAX_TRACKED);
+  }
+  if (s->evidence && s->n_ghost_ts >= 2 * ghost_map(s)->count + 1024 && compact_ghost_times(s) != 0) {
+    return lh_fail(err, errlen, LH_ENOMEM, "out of memory in the policy simulator");
   }
   if (s->evidence && (uint64_t)s->n_ghost_ts + 1 > (s->ghosts_in_map ? LH_ABSENT - 1 : MAX_TRACKED)) {
     return lh_fail(err, errlen, LH_ERANGE, "more than %llu requests that evicted (distinct times)",
@@ -183,7 +225,9 @@ static int reserve_request(lh_sim *s, const int64_t *keys, size_t n, int32_t cat
     return lh_fail(err, errlen, LH_ERANGE, "miss evidence tracks at most 2^31 - 2 keys and 2^31 - 1 resident blocks");
   }
   size_t map_cap = lh_keymap_capacity(&s->map);
-  if (lh_keymap_reserve(&s->map, s->keys_stay ? n : add) != 0) { /* where keys stay, each may be new */
+  /* where keys stay, each may be new (with ghosts_in_map, only when the cache takes keys at all) */
+  size_t map_keys = s->ops->keeps_keys || (s->ghosts_in_map && s->capacity > 0) ? n : add;
+  if (lh_keymap_reserve(&s->map, map_keys) != 0) {
     return lh_fail(err, errlen, LH_ENOMEM, "out of memory in the policy simulator");
   }
   if (s->keys_stay && lh_keymap_capacity(&s->map) != map_cap) { /* the keys moved: their slots learn where */
@@ -278,8 +322,7 @@ static void classify_miss(const lh_sim *s, const int64_t *keys, size_t n, size_t
     return;
   }
   *miss_key = keys[hits];
-  uint32_t g = s->ghosts_in_map ? (s->found[hits] == LH_NIL ? LH_NIL : s->found[hits] & ~LH_ABSENT)
-                                : lh_keymap_get(&s->ghosts, keys[hits]);
+  uint32_t g = s->ghosts_in_map ? ghost_of(s, s->found[hits]) : lh_keymap_get(&s->ghosts, keys[hits]);
   if (g == LH_NIL) {
     *outcome = LH_SIM_MISS_NO_MATCH;
   } else {
@@ -581,6 +624,9 @@ int lh_sim_check(const lh_sim *s, char *err, size_t errlen) {
   if (ghosts != s->n_ghosts) {
     return lh_fail(err, errlen, LH_EINVAL, "the evidence holds %zu evicted keys but %zu are counted", ghosts,
                    s->n_ghosts);
+  }
+  for (size_t g = 1; g < s->n_ghost_ts; g++) {
+    if (s->ghost_ts[g] <= s->ghost_ts[g - 1]) return lh_fail(err, errlen, LH_EINVAL, "ghost times out of order");
   }
   for (size_t i = 0; i < lh_keymap_capacity(&s->ghosts); i++) {
     uint32_t g = lh_keymap_val(&s->ghosts, i);

@@ -390,39 +390,43 @@ static void test_evidence_random(void) {
   free(log_keys), free(log_ts);
 }
 
-/* Thousands of keys (the evidence's map grows many times while slots know their keys' places
- * in it), in runs of consecutive keys as a Mooncake trace numbers them: the evidence changes no
- * hit, every request's evidence is the latest logged eviction of its first uncached key, the
- * invariants hold along the way and evicted_keys counts the distinct keys ever evicted. */
-static void test_evidence_growth(void) {
-  enum { KEYS = 6000, N = 3000 };
-  int64_t *last = malloc(KEYS * sizeof *last); /* latest eviction time of each key, or -1 */
+/* A simulation with evidence of `n` requests over `keys` keys (in runs of consecutive keys, as a
+ * Mooncake trace numbers them; a few at random) at `capacity`, each request a second after the
+ * last: the evidence changes no hit, every request's evidence is the latest logged eviction of its
+ * first uncached key, the invariants hold along the way, evicted_keys counts the distinct keys
+ * ever evicted, and the memory stays as it was at n / 2 (`steady`: a long trace over few keys,
+ * whose evicting requests far outnumber its keys, so the ghost times must be dropped as no key
+ * holds them any longer). Every policy. */
+static void check_evidence_run(size_t keys, uint64_t capacity, size_t n, int steady) {
+  int64_t *last = malloc(keys * sizeof *last); /* latest eviction time of each key, or -1 */
   CHECK(last != NULL);
   for (int policy = LH_POLICY_LRU; policy <= LH_POLICY_WA; policy++) {
     lh_sim *plain = NULL, *ev = NULL;
     char err[LH_ERR_LEN];
-    CHECK(lh_sim_create(&plain, policy, 200, &WA, 0, err, sizeof err) == LH_OK);
-    CHECK(lh_sim_create(&ev, policy, 200, &WA, LH_SIM_RECORD_EVICTIONS | LH_SIM_MISS_EVIDENCE, err, sizeof err) ==
+    CHECK(lh_sim_create(&plain, policy, capacity, &WA, 0, err, sizeof err) == LH_OK);
+    CHECK(lh_sim_create(&ev, policy, capacity, &WA, LH_SIM_RECORD_EVICTIONS | LH_SIM_MISS_EVIDENCE, err, sizeof err) ==
           LH_OK);
-    for (size_t k = 0; k < KEYS; k++) last[k] = -1;
+    for (size_t k = 0; k < keys; k++) last[k] = -1;
     size_t distinct = 0;
+    uint64_t half_memory = 0;
     int64_t now = 0;
-    for (size_t r = 0; r < N; r++) {
-      int64_t keys[24], offsets[2] = {0, 1 + (int64_t)(rnd() % 24)}, want, hits, key, at;
-      int64_t base = (int64_t)(rnd() % (r < N / 2 ? 300 : KEYS - 24)); /* few keys first, then many */
-      for (int64_t j = 0; j < offsets[1]; j++) keys[j] = rnd() % 5 == 0 ? (int64_t)(rnd() % KEYS) : base + j;
+    for (size_t r = 0; r < n; r++) {
+      int64_t key_set[24], offsets[2] = {0, 1 + (int64_t)(rnd() % (keys < 24 ? keys : 24))}, want, hits, key, at;
+      int64_t span = (int64_t)(r < n / 2 && keys > 300 ? 300 : keys) - offsets[1]; /* few keys first */
+      int64_t base = (int64_t)(rnd() % (uint64_t)(span + 1));
+      for (int64_t j = 0; j < offsets[1]; j++) key_set[j] = rnd() % 5 == 0 ? (int64_t)(rnd() % keys) : base + j;
       int32_t cat = (int32_t)(rnd() % 3), outcome;
-      now += (int64_t)(rnd() % 3) * (S / 2);
+      now += S;
       size_t done = 0;
-      CHECK(lh_sim_process_batch(plain, keys, 24, offsets, &now, &cat, 1, &want, &done, err, sizeof err) == LH_OK);
-      CHECK(lh_sim_process_batch_misses(ev, keys, 24, offsets, &now, &cat, 1, &hits, &outcome, &key, &at, &done, err,
+      CHECK(lh_sim_process_batch(plain, key_set, 24, offsets, &now, &cat, 1, &want, &done, err, sizeof err) == LH_OK);
+      CHECK(lh_sim_process_batch_misses(ev, key_set, 24, offsets, &now, &cat, 1, &hits, &outcome, &key, &at, &done, err,
                                         sizeof err) == LH_OK);
       CHECK(hits == want);
       if (hits == offsets[1]) {
         CHECK(outcome == LH_SIM_FULL_HIT && key == 0 && at == 0);
       } else {
-        int64_t t = last[keys[hits]];
-        CHECK(key == keys[hits] && outcome == (t < 0 ? LH_SIM_MISS_NO_MATCH : LH_SIM_MISS_EVICTED) &&
+        int64_t t = last[key_set[hits]];
+        CHECK(key == key_set[hits] && outcome == (t < 0 ? LH_SIM_MISS_NO_MATCH : LH_SIM_MISS_EVICTED) &&
               at == (t < 0 ? 0 : t));
       }
       const int64_t *ev_keys, *ev_reqs;
@@ -432,15 +436,28 @@ static void test_evidence_growth(void) {
         last[ev_keys[e]] = now;
       }
       if (r % 64 == 0) CHECK(lh_sim_check(ev, err, sizeof err) == LH_OK);
+      if (r + 1 == n / 2) {
+        lh_sim_stats st;
+        lh_sim_get_stats(ev, &st);
+        half_memory = st.memory_bytes;
+      }
     }
     CHECK(lh_sim_check(ev, err, sizeof err) == LH_OK);
     lh_sim_stats st;
     lh_sim_get_stats(ev, &st);
-    CHECK(st.evicted_keys == distinct && distinct > 1000);
+    CHECK(st.evicted_keys == distinct && distinct > keys / 6);
+    if (steady) CHECK(st.memory_bytes == half_memory && st.evictions > 4 * n);
     lh_sim_destroy(plain);
     lh_sim_destroy(ev);
   }
   free(last);
+}
+
+/* The evidence's map grows many times (slots learn their keys' new places), and a long trace over
+ * a few keys keeps its memory. */
+static void test_evidence_growth(void) {
+  check_evidence_run(6000, 200, 3000, 0);
+  check_evidence_run(30, 4, 40000, 1);
 }
 
 static int cmp_value(const void *a, const void *b) {
