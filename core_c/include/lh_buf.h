@@ -1,4 +1,4 @@
-/* lh_buf.h - internal helpers: growable arrays, a table of interned byte strings, and the hint
+/* lh_buf.h - internal helpers: growable arrays, bitmaps, a table of interned byte strings, and the hint
  * that a big table read at random take huge pages.
  * Not part of the Python-facing API. All functions report allocation failure by returning -1
  * and leave the structure usable. */
@@ -62,5 +62,11 @@ void lh_intern_clear(lh_intern *t);
 int32_t lh_intern_get(lh_intern *t, const char *s, size_t n);
 
 void lh_intern_free(lh_intern *t);
+
+/* Bit i of a bitmap of uint64 words, and its rewrite (a bitmap per slot or position). */
+static inline int lh_bit(const uint64_t *bits, size_t i) { return (int)(bits[i >> 6] >> (i & 63)) & 1; }
+static inline void lh_bit_put(uint64_t *bits, size_t i, int on) {
+  bits[i >> 6] = (bits[i >> 6] & ~(UINT64_C(1) << (i & 63))) | ((uint64_t)(on != 0) << (i & 63));
+}
 
 #endif

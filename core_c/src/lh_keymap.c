@@ -13,8 +13,6 @@ static unsigned load_percent(const lh_keymap *m) {
   return m->max_load_percent == 0 ? 50 : m->max_load_percent > 90 ? 90 : m->max_load_percent;
 }
 
-static inline int bit(const uint64_t *bits, size_t i) { return (int)(bits[i >> 6] >> (i & 63)) & 1; }
-
 /* Puts the keys of m's first old_cap slots where m's larger mask puts them, in place (the slots
  * after them empty; placed: old_cap zeroed bits). The slots are taken in order; when slot i comes,
  * every slot before it is empty or holds a key already placed, and a key after it is pending unless
@@ -26,10 +24,10 @@ static inline int bit(const uint64_t *bits, size_t i) { return (int)(bits[i >> 6
 static inline void rehash_w(lh_keymap *m, size_t old_cap, uint64_t *placed, size_t w) {
   unsigned char held[LH_KEYMAP_WIDE_SLOT];
   for (size_t i = 0; i < old_cap; i++) {
-    if (lh_keymap_val_w(m, i, w) == LH_NIL || bit(placed, i)) continue;
+    if (lh_keymap_val_w(m, i, w) == LH_NIL || lh_bit(placed, i)) continue;
     for (;;) { /* slot i holds a pending key */
       size_t j = lh_keymap_home(m, lh_keymap_key_w(m, i, w));
-      while (j != i && lh_keymap_val_w(m, j, w) != LH_NIL && (j < i || j >= old_cap || bit(placed, j))) {
+      while (j != i && lh_keymap_val_w(m, j, w) != LH_NIL && (j < i || j >= old_cap || lh_bit(placed, j))) {
         j = (j + 1) & m->mask;
       }
       if (j == i) break;

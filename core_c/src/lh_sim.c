@@ -254,12 +254,6 @@ static int reserve_request(lh_sim *s, const int64_t *keys, size_t n, int32_t cat
   return LH_OK;
 }
 
-static inline int bit_of(const uint64_t *bits, size_t i) { return (int)(bits[i >> 6] >> (i & 63)) & 1; }
-
-static inline void put_bit(uint64_t *bits, size_t i, int on) {
-  bits[i >> 6] = (bits[i >> 6] & ~(UINT64_C(1) << (i & 63))) | ((uint64_t)(on != 0) << (i & 63));
-}
-
 /* The ghost time of `now`, the current request's time: its index in ghost_ts, added at the
  * request's first eviction (reserve_request made room). */
 static inline uint32_t ghost_time(lh_sim *s, int64_t now) {
@@ -274,7 +268,7 @@ static inline void unmap_victim(lh_sim *s, uint32_t slot, int64_t now) {
   if (s->ops->keeps_keys) {
     lh_keymap_set_val(&s->map, v->at, LH_ABSENT | v->aux);
   } else if (s->ghosts_in_map) {
-    if (!bit_of(s->evicted_before, slot)) s->n_ghosts++;
+    if (!lh_bit(s->evicted_before, slot)) s->n_ghosts++;
     lh_keymap_set_val(&s->map, v->at, LH_ABSENT | ghost_time(s, now));
   } else {
     lh_keymap_del(&s->map, v->key);
@@ -478,7 +472,7 @@ static int64_t run_request(lh_sim *s, const int64_t *keys, size_t n, int64_t now
       lh_keymap_set_val(&s->map, at, slot);
     } else if (s->ghosts_in_map) {
       int ghost = lh_keymap_val(&s->map, at) != LH_NIL; /* absent, so evicted before */
-      put_bit(s->evicted_before, slot, ghost);
+      lh_bit_put(s->evicted_before, slot, ghost);
       if (ghost) {
         lh_keymap_set_val(&s->map, at, slot);
       } else {
@@ -619,7 +613,7 @@ int lh_sim_check(const lh_sim *s, char *err, size_t errlen) {
     if (s->ops->keeps_keys && s->slots[i].aux >= s->n_entries) {
       return lh_fail(err, errlen, LH_EINVAL, "slot %zu holds entry %u, never given", i, (unsigned)s->slots[i].aux);
     }
-    if (s->ghosts_in_map && bit_of(s->evicted_before, i)) ghosts++;
+    if (s->ghosts_in_map && lh_bit(s->evicted_before, i)) ghosts++;
   }
   if (ghosts != s->n_ghosts) {
     return lh_fail(err, errlen, LH_EINVAL, "the evidence holds %zu evicted keys but %zu are counted", ghosts,
