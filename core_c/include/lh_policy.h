@@ -107,8 +107,8 @@ void lh_sim_destroy(lh_sim *sim);
  * *n_done = n_req, or an error with *n_done = the index of the failing request: requests before
  * it are committed and their hits written; the failing request changed nothing (LH_EINVAL for
  * bad offsets, a decreasing timestamp or a bad category, LH_ENOMEM, LH_ERANGE past the limits:
- * 2^32 - 2 resident blocks; with the wa policy or miss evidence, 2^31 - 2 distinct keys and 2^31 - 1
- * resident blocks). */
+ * 2^31 - 1 resident blocks, and 2^31 - 2 keys in the key map: with the wa policy or miss evidence
+ * every key seen or evicted, else the resident keys and the request's). */
 int lh_sim_process_batch(lh_sim *sim, const int64_t *keys, size_t n_keys, const int64_t *offsets,
                          const int64_t *timestamps, const int32_t *categories, size_t n_req, int64_t *hits,
                          size_t *n_done, char *err, size_t errlen);

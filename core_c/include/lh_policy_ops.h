@@ -26,7 +26,7 @@ typedef struct lh_slot {
   uint32_t aux;   /* policy-defined (GDFS: its bucket), or with keeps_keys its key's entry (WA) */
   int32_t cat;    /* category of the request of the last access */
   int32_t offset; /* index of the block in that request */
-  uint32_t at;    /* the simulator's: its key's slot in the key map, where keys stay there (keeps_keys, evidence) */
+  uint32_t at;    /* the simulator's: its key's slot in the key map (lh_sim.c) */
 } lh_slot;
 
 /* What the policy sees of the request being committed. */
@@ -37,8 +37,8 @@ typedef struct lh_access {
   int64_t last_ts; /* on_hit: the slot's ts before this access */
 } lh_access;
 
-/* In the key map of a simulator whose policy keeps every key (keeps_keys), the value of a key not
- * resident: LH_ABSENT | its entry. */
+/* In the simulator's key map, the mark of a key not resident: LH_ABSENT | its entry where the policy
+ * keeps every key (keeps_keys), else an evicted key's ghost (lh_sim.c). */
 #define LH_ABSENT 0x80000000u
 
 typedef struct lh_policy_ops {

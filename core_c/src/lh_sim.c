@@ -17,15 +17,17 @@ struct lh_sim {
   const lh_policy_ops *ops;
   void *policy;
   uint64_t capacity;
-  /* resident key -> slot; when the policy keeps_keys, any other key -> LH_ABSENT | its entry; with
-   * ghosts_in_map, a key evicted and not resident since -> LH_ABSENT | its ghost time */
+  /* resident key -> slot; when the policy keeps_keys, any other key -> LH_ABSENT | its entry; else
+   * (ghosts_in_map) a key evicted and not resident since -> LH_ABSENT | its ghost time with
+   * evidence, LH_ABSENT without: a ghost */
   lh_keymap map;
-  uint32_t absent_from; /* map values from here are no slot: LH_ABSENT when keys stay in the map, else LH_NIL */
-  uint32_t n_entries;   /* keeps_keys: the entries given */
-  /* Keys never leave the map (keeps_keys or ghosts_in_map): a slot knows its key's place there
-   * (lh_slot.at), so an eviction rewrites that value, a store where a deletion would shift the
-   * keys after it, and nothing moves a key but the map's growth */
-  int keys_stay;
+  uint32_t n_entries; /* keeps_keys: the entries given */
+  /* Keys leave the map only by purge_ghosts: a slot knows its key's place there (lh_slot.at), so
+   * an eviction rewrites that value, a store where a deletion would shift the keys after it, and a
+   * key evicted and back later finds its old place. Nothing else moves a key but the map's growth.
+   * Without evidence the ghosts are only that cheaper deletion, and purge_ghosts drops them all
+   * where the map would otherwise grow past twice what the residents can need, so the memory
+   * follows the capacity, not the trace's keys. */
   lh_slot *slots;
   size_t n_slots, cap_slots; /* slots in use (== resident) and allocated */
   uint64_t seq;
@@ -43,16 +45,16 @@ struct lh_sim {
    * latest eviction. ghost_ts holds the distinct times of the requests that evicted, in order (at
    * most one a request), so an eviction writes only its key's value in a map, never a per-key
    * array at random. With ghosts_in_map (a policy that does not keep keys, no TTL) the key map
-   * itself holds them: an evicted key's value becomes LH_ABSENT | its ghost time, so the lookup
-   * reads a missing key's evidence with its residence and an eviction costs one store; a slot's
-   * bit in evicted_before tells whether its key had been evicted before it came in (for
+   * itself holds them, never purged: an evicted key's value becomes LH_ABSENT | its ghost time, so
+   * the lookup reads a missing key's evidence with its residence and an eviction costs one store;
+   * a slot's bit in evicted_before tells whether its key had been evicted before it came in (for
    * n_ghosts). Else (WA, whose map values of absent keys are entries) the map `ghosts` keeps every
    * evicted key -> its ghost time (a re-inserted key that misses again was evicted again since). */
   int evidence, ghosts_in_map;
   size_t n_ghosts; /* distinct keys ever evicted */
   int64_t *ghost_ts;
   size_t n_ghost_ts, cap_ghost_ts;
-  uint64_t *evicted_before; /* ghosts_in_map: a bit per slot */
+  uint64_t *evicted_before; /* evidence and ghosts_in_map: a bit per slot */
   size_t cap_evicted_before;
   lh_keymap ghosts;
   /* the keys the current request has evicted, their slots in `ghosts` prefetched: their ghost time
@@ -76,8 +78,8 @@ static int64_t floor_second(int64_t ns) {
   return ns % NS_PER_S < 0 ? s - 1 : s;
 }
 
-/* The slot of map value v: LH_NIL for none (and, when the policy keeps_keys, for a key not resident). */
-static inline uint32_t slot_of(const lh_sim *s, uint32_t v) { return v >= s->absent_from ? LH_NIL : v; }
+/* The slot of map value v: LH_NIL for none (an empty slot, an entry or a ghost: a key not resident). */
+static inline uint32_t slot_of(uint32_t v) { return v >= LH_ABSENT ? LH_NIL : v; }
 
 /* keeps_keys: key's map value, the key put with a new entry if the map does not hold it yet. */
 static inline uint32_t kept_value(lh_sim *s, int64_t key, size_t *at) {
@@ -122,11 +124,9 @@ int lh_sim_create(lh_sim **out, int policy, uint64_t capacity_blocks, const lh_w
   s->capacity = capacity_blocks;
   s->record = (flags & LH_SIM_RECORD_EVICTIONS) != 0;
   s->evidence = (flags & LH_SIM_MISS_EVIDENCE) != 0;
-  s->ghosts_in_map = s->evidence && !ops->keeps_keys;
-  s->keys_stay = ops->keeps_keys || s->ghosts_in_map;
-  s->absent_from = s->keys_stay ? LH_ABSENT : LH_NIL;
+  s->ghosts_in_map = !ops->keeps_keys;
   s->map.run_bits = s->ghosts.run_bits = SIM_RUN_BITS;
-  if (s->keys_stay) s->map.max_load_percent = 75; /* (nearly) every key of the trace: as full as other such maps */
+  s->map.max_load_percent = 75; /* ghosts or entries fill it: as full as other maps of (nearly) every key */
   *out = s;
   return LH_OK;
 }
@@ -201,6 +201,27 @@ static int compact_ghost_times(lh_sim *s) {
   return 0;
 }
 
+/* Empties the key map of its ghosts (without evidence: they are no result's), the residents put
+ * back, their slots told where. O(the map's slots). */
+static void purge_ghosts(lh_sim *s) {
+  lh_keymap_clear(&s->map);
+  for (size_t i = 0; i < s->n_slots; i++) {
+    size_t at = lh_keymap_find(&s->map, s->slots[i].key);
+    lh_keymap_put_at(&s->map, at, s->slots[i].key, (uint32_t)i);
+    s->slots[i].at = (uint32_t)at;
+  }
+}
+
+/* Whether the ghosts (without evidence) should go before the map takes `more` keys: when it would
+ * grow while half its room holds every resident and the new keys (after a purge at most
+ * capacity + more: so the map stays within 4 x (capacity + a request's keys) of room, and a
+ * purge comes after room / 2 - more new keys at least), or when it would pass its limit. */
+static int ghosts_in_the_way(const lh_sim *s, size_t more) {
+  size_t room = lh_keymap_room(&s->map);
+  if ((uint64_t)s->map.count + more > LH_ABSENT - 2) return 1;
+  return s->map.count + more > room && room / 2 >= more && room / 2 - more >= s->capacity;
+}
+
 /* Everything request r may allocate, allocated up front: afterwards it cannot fail. */
 static int reserve_request(lh_sim *s, const int64_t *keys, size_t n, int32_t cat, char *err, size_t errlen) {
   uint64_t room = s->capacity - s->n_slots; /* slots that can still be added without evicting */
@@ -215,22 +236,22 @@ static int reserve_request(lh_sim *s, const int64_t *keys, size_t n, int32_t cat
     return lh_fail(err, errlen, LH_ERANGE, "more than %llu requests that evicted (distinct times)",
                    (unsigned long long)(s->ghosts_in_map ? LH_ABSENT - 1 : MAX_TRACKED)); /* a request adds one */
   }
-  int keeps = s->ops->keeps_keys;
-  if (keeps && ((uint64_t)s->n_slots + add >= LH_ABSENT || (uint64_t)s->n_entries + n > LH_ABSENT - 1)) {
+  if (s->ops->keeps_keys && ((uint64_t)s->n_slots + add >= LH_ABSENT || (uint64_t)s->n_entries + n > LH_ABSENT - 1)) {
     return lh_fail(err, errlen, LH_ERANGE, "the %s policy tracks at most 2^31 - 2 keys and 2^31 - 1 resident blocks",
                    s->ops->name);
   }
+  /* each key may be new to the map (for ghosts_in_map, only when the cache takes keys at all) */
+  size_t map_keys = s->ops->keeps_keys || s->capacity > 0 ? n : 0;
+  if (!s->evidence && s->ghosts_in_map && s->map.count > s->n_slots && ghosts_in_the_way(s, map_keys)) purge_ghosts(s);
   if (s->ghosts_in_map && ((uint64_t)s->n_slots + add >= LH_ABSENT || (uint64_t)s->map.count + n > LH_ABSENT - 2)) {
     /* (so the map, 75 % full, has at most 2^32 slots: lh_slot.at holds a place in it) */
-    return lh_fail(err, errlen, LH_ERANGE, "miss evidence tracks at most 2^31 - 2 keys and 2^31 - 1 resident blocks");
+    return lh_fail(err, errlen, LH_ERANGE, "the simulator tracks at most 2^31 - 2 keys and 2^31 - 1 resident blocks");
   }
   size_t map_cap = lh_keymap_capacity(&s->map);
-  /* where keys stay, each may be new (with ghosts_in_map, only when the cache takes keys at all) */
-  size_t map_keys = s->ops->keeps_keys || (s->ghosts_in_map && s->capacity > 0) ? n : add;
   if (lh_keymap_reserve(&s->map, map_keys) != 0) {
     return lh_fail(err, errlen, LH_ENOMEM, "out of memory in the policy simulator");
   }
-  if (s->keys_stay && lh_keymap_capacity(&s->map) != map_cap) { /* the keys moved: their slots learn where */
+  if (lh_keymap_capacity(&s->map) != map_cap) { /* the keys moved: their slots learn where */
     for (size_t i = 0; i < lh_keymap_capacity(&s->map); i++) {
       uint32_t v = lh_keymap_val(&s->map, i);
       if (v < LH_ABSENT) s->slots[v].at = (uint32_t)i;
@@ -242,8 +263,9 @@ static int reserve_request(lh_sim *s, const int64_t *keys, size_t n, int32_t cat
                      lh_policy_grow((void **)&s->ev_reqs, &s->cap_ev_reqs, s->n_ev + n, sizeof(int64_t)) != 0)) ||
       (s->evidence &&
        lh_policy_grow((void **)&s->ghost_ts, &s->cap_ghost_ts, s->n_ghost_ts + 1, sizeof(int64_t)) != 0) ||
-      (s->ghosts_in_map && lh_policy_grow((void **)&s->evicted_before, &s->cap_evicted_before,
-                                          (s->n_slots + add + 63) / 64, sizeof(uint64_t)) != 0) ||
+      (s->evidence && s->ghosts_in_map &&
+       lh_policy_grow((void **)&s->evicted_before, &s->cap_evicted_before, (s->n_slots + add + 63) / 64,
+                      sizeof(uint64_t)) != 0) ||
       (s->evidence && !s->ghosts_in_map &&
        (lh_keymap_reserve(&s->ghosts, n) != 0 ||
         lh_policy_grow((void **)&s->evicted, &s->cap_evicted, n, sizeof(int64_t)) != 0))) {
@@ -262,16 +284,16 @@ static inline uint32_t ghost_time(lh_sim *s, int64_t now) {
 }
 
 /* Takes the victim's key out of the resident keys: with keeps_keys its entry replaces its slot in
- * the map, with ghosts_in_map its ghost time does, else the key is deleted. */
+ * the map, else a ghost does (its ghost time with evidence). */
 static inline void unmap_victim(lh_sim *s, uint32_t slot, int64_t now) {
   const lh_slot *v = &s->slots[slot];
   if (s->ops->keeps_keys) {
     lh_keymap_set_val(&s->map, v->at, LH_ABSENT | v->aux);
-  } else if (s->ghosts_in_map) {
+  } else if (s->evidence) {
     if (!lh_bit(s->evicted_before, slot)) s->n_ghosts++;
     lh_keymap_set_val(&s->map, v->at, LH_ABSENT | ghost_time(s, now));
   } else {
-    lh_keymap_del(&s->map, v->key);
+    lh_keymap_set_val(&s->map, v->at, LH_ABSENT);
   }
 }
 
@@ -351,11 +373,7 @@ int lh_sim_gdfs_near_width(lh_sim *s, size_t width) {
 /* Hints the CPU to load the key map slot unmap_victim changes for victim v. */
 static LH_ALWAYS_INLINE void prefetch_unmap(const lh_sim *s, uint32_t v) {
 #if defined(__GNUC__)
-  if (s->keys_stay) {
-    __builtin_prefetch(lh_keymap_slot_addr(&s->map, s->slots[v].at), 1, 3);
-  } else {
-    lh_keymap_prefetch(&s->map, s->slots[v].key);
-  }
+  __builtin_prefetch(lh_keymap_slot_addr(&s->map, s->slots[v].at), 1, 3);
 #else
   (void)s;
   (void)v;
@@ -405,7 +423,7 @@ static int64_t run_request(lh_sim *s, const int64_t *keys, size_t n, int64_t now
   while (known < n) {
     size_t at;
     uint32_t v = s->ops->keeps_keys ? kept_value(s, keys[known], &at) : lh_keymap_get(&s->map, keys[known]);
-    uint32_t slot = slot_of(s, v);
+    uint32_t slot = slot_of(v);
 #if defined(__GNUC__)
     if (slot != LH_NIL) __builtin_prefetch(&s->slots[slot], 1, 3); /* the commit touches it (tail to head) */
 #endif
@@ -430,11 +448,11 @@ static int64_t run_request(lh_sim *s, const int64_t *keys, size_t n, int64_t now
     int64_t key = keys[j];
     /* the slot the lookup found, unless this commit evicted that key (and gave its slot to
      * another); a key not resident then may have been inserted since by a later duplicate */
-    uint32_t slot = j < known ? slot_of(s, s->found[j]) : LH_NIL;
-    size_t at = 0; /* ghosts_in_map: the key's place in the map, where it is not resident */
+    uint32_t slot = j < known ? slot_of(s->found[j]) : LH_NIL;
+    size_t at = 0; /* the key's place in the map, where it is not resident */
     if ((slot == LH_NIL || s->slots[slot].key != key) && s->map.slots != NULL) {
       at = lh_keymap_find(&s->map, key);
-      slot = slot_of(s, lh_keymap_val(&s->map, at));
+      slot = slot_of(lh_keymap_val(&s->map, at));
     }
     a.offset = (int32_t)(j > INT32_MAX ? INT32_MAX : j);
     s->seq++;
@@ -450,7 +468,7 @@ static int64_t run_request(lh_sim *s, const int64_t *keys, size_t n, int64_t now
     if (s->capacity == 0) continue;
     if (s->n_slots == s->capacity) {
       slot = s->ops->evict(s->policy, s->slots, &a);
-      unmap_victim(s, slot, now); /* where keys stay, `at` stays right: no key moved */
+      unmap_victim(s, slot, now); /* `at` stays right: no key moved */
       if (s->record) {
         s->ev_keys[s->n_ev] = s->slots[slot].key;
         s->ev_reqs[s->n_ev++] = r;
@@ -470,17 +488,15 @@ static int64_t run_request(lh_sim *s, const int64_t *keys, size_t n, int64_t now
       b->aux = kept_value(s, key, &at) & ~LH_ABSENT; /* the lookup put it */
       b->at = (uint32_t)at;
       lh_keymap_set_val(&s->map, at, slot);
-    } else if (s->ghosts_in_map) {
+    } else {
       int ghost = lh_keymap_val(&s->map, at) != LH_NIL; /* absent, so evicted before */
-      lh_bit_put(s->evicted_before, slot, ghost);
+      if (s->evidence) lh_bit_put(s->evicted_before, slot, ghost);
       if (ghost) {
         lh_keymap_set_val(&s->map, at, slot);
       } else {
         lh_keymap_put_at(&s->map, at, key, slot);
       }
       b->at = (uint32_t)at;
-    } else {
-      lh_keymap_put(&s->map, key, slot);
     }
     s->ops->on_insert(s->policy, s->slots, slot, &a);
     s->stats.inserts++;
@@ -543,7 +559,7 @@ int lh_sim_process_batch_misses(lh_sim *s, const int64_t *keys, size_t n_keys, c
 size_t lh_sim_resident_prefix(const lh_sim *s, const int64_t *keys, size_t n, int64_t now) {
   size_t hits = 0;
   while (hits < n) {
-    uint32_t slot = slot_of(s, lh_keymap_get(&s->map, keys[hits]));
+    uint32_t slot = slot_of(lh_keymap_get(&s->map, keys[hits]));
     if (slot == LH_NIL || !alive(s, slot, now)) break;
     hits++;
   }
@@ -580,7 +596,7 @@ int lh_sim_check(const lh_sim *s, char *err, size_t errlen) {
     return lh_fail(err, errlen, LH_EINVAL, "map holds %zu keys but %u entries were given", s->map.count,
                    (unsigned)s->n_entries);
   }
-  if (s->keys_stay) {
+  {
     mapped = 0;
     for (size_t i = 0; i < lh_keymap_capacity(&s->map); i++) {
       uint32_t v = lh_keymap_val(&s->map, i);
@@ -590,7 +606,9 @@ int lh_sim_check(const lh_sim *s, char *err, size_t errlen) {
         continue;
       }
       absent++;
-      if (s->ops->keeps_keys ? (v & ~LH_ABSENT) >= s->n_entries : !ghost_time_ok(s, v & ~LH_ABSENT)) {
+      if (s->ops->keeps_keys ? (v & ~LH_ABSENT) >= s->n_entries
+          : s->evidence      ? !ghost_time_ok(s, v & ~LH_ABSENT)
+                             : v != LH_ABSENT) {
         return lh_fail(err, errlen, LH_EINVAL, "key %lld maps to %s %u, never given",
                        (long long)lh_keymap_key(&s->map, i), s->ops->keeps_keys ? "entry" : "ghost time",
                        (unsigned)(v & ~LH_ABSENT));
@@ -602,18 +620,19 @@ int lh_sim_check(const lh_sim *s, char *err, size_t errlen) {
                    s->n_slots);
   }
   if (s->n_slots > s->capacity) return lh_fail(err, errlen, LH_EINVAL, "more resident blocks than the capacity");
-  size_t ghosts = s->ghosts_in_map ? absent : s->ghosts.count; /* distinct evicted keys the evidence holds */
+  /* distinct evicted keys the evidence holds */
+  size_t ghosts = !s->evidence ? 0 : s->ghosts_in_map ? absent : s->ghosts.count;
   for (size_t i = 0; i < s->n_slots; i++) {
     if (lh_keymap_get(&s->map, s->slots[i].key) != (uint32_t)i) {
       return lh_fail(err, errlen, LH_EINVAL, "slot %zu's key does not map back to it", i);
     }
-    if (s->keys_stay && s->slots[i].at != lh_keymap_find(&s->map, s->slots[i].key)) {
+    if (s->slots[i].at != lh_keymap_find(&s->map, s->slots[i].key)) {
       return lh_fail(err, errlen, LH_EINVAL, "slot %zu does not know its key's place in the map", i);
     }
     if (s->ops->keeps_keys && s->slots[i].aux >= s->n_entries) {
       return lh_fail(err, errlen, LH_EINVAL, "slot %zu holds entry %u, never given", i, (unsigned)s->slots[i].aux);
     }
-    if (s->ghosts_in_map && lh_bit(s->evicted_before, i)) ghosts++;
+    if (s->evidence && s->ghosts_in_map && lh_bit(s->evicted_before, i)) ghosts++;
   }
   if (ghosts != s->n_ghosts) {
     return lh_fail(err, errlen, LH_EINVAL, "the evidence holds %zu evicted keys but %zu are counted", ghosts,
