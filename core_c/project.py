@@ -18,6 +18,8 @@ from core_c.errors import new_error_buffer, raise_for_status
 
 __all__ = [
     "Curve",
+    "curve_add",
+    "curve_points",
     "project_batch",
     "project_blocks",
     "project_bytes",
@@ -91,6 +93,35 @@ def project_batch(
             ptr("uint64_t[]", hits),
         )
     return hits
+
+
+def curve_add(diff: npt.NDArray[np.int64], segments: npt.NDArray[np.int64]) -> int:
+    """Adds many curves' segments ((n, 2) int64, well formed: as the lane core writes them and the
+    facts reader verifies) to the difference array diff (lh_project.h). Returns the length diff
+    needs for them (0 for none): when that is above len(diff), nothing changed."""
+    segs = np.ascontiguousarray(segments, dtype=np.int64).reshape(-1)
+    if diff.dtype != np.int64 or not diff.flags.c_contiguous or not diff.flags.writeable:
+        raise ValueError("diff must be a writeable contiguous int64 array")
+    if len(segs) == 0:
+        return 0
+    return int(
+        lib.lh_project_curve_add(
+            ptr("int64_t[]", diff) if len(diff) else ffi.NULL, len(diff), ptr("int64_t[]", segs), len(segs) // 2
+        )
+    )
+
+
+def curve_points(diff: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """The breakpoints of the summed curve of diff (curve_add): the capacities where hit blocks
+    rise, from capacity 0 (0 hits) on, and the hit blocks there."""
+    diff = np.ascontiguousarray(diff, dtype=np.int64)
+    if len(diff) == 0:
+        return np.zeros(1, np.int64), np.zeros(1, np.int64)
+    caps, hits = np.empty(len(diff), np.int64), np.empty(len(diff), np.int64)  # only what is written is touched
+    n = int(
+        lib.lh_project_curve_points(ptr("int64_t[]", diff), len(diff), ptr("int64_t[]", caps), ptr("int64_t[]", hits))
+    )
+    return caps[:n].copy(), hits[:n].copy()
 
 
 def project_tiers(

@@ -2,9 +2,10 @@
 
 For one request, hit_blocks(C) = #{thresholds <= C}; a segment (start, run) holds thresholds
 start .. start+run-1. Summed over requests, the slope of hit_blocks(C) rises by one at every
-segment start and falls by one after every segment end, so two counting passes over the
-segments (a difference array over capacities) and two prefix sums give hit_blocks at every
-capacity: O(segments + largest threshold), never one projection per capacity.
+segment start and falls by one after every segment end, so one pass over the segments (a
+difference array over capacities) and one over the capacities give hit_blocks at every capacity:
+O(segments + largest threshold), never one projection per capacity. Both passes are the
+projector's (core_c.project's curve_add and curve_points, lh_project.h).
 
 A breakpoint is a capacity where the hit rate changes. When the rows of an instance differ in
 block_bytes (facts from several configs), the per-(block size, block bytes) curves are merged on
@@ -173,60 +174,36 @@ class InstanceCurve:
         }
 
 
-_PENDING_SEGMENTS = 1 << 22  # segments a group holds before it folds them into its arrays
-
-
 @dataclass
 class _Group:
-    """Difference arrays of one (instance, block size, block bytes). Segments are kept as they
-    come and folded in by one bincount per ~4 M of them: a bincount per chunk zeroed and summed
-    arrays as long as the largest threshold each time."""
+    """The difference array of one (instance, block size, block bytes): core_c.project's curve_add
+    folds each chunk's segments in as it comes (two counts a segment), and curve_points reads the
+    breakpoints in one pass at the end (lh_project.h)."""
 
     block_size: int
     block_bytes: int
-    starts: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(1, np.int64))
-    ends: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(1, np.int64))
-    _pending: list[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]] = field(default_factory=list)
-    _pending_len: int = 0
+    diff: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, np.int64))
+    size: int = 0  # of diff, the part the segments reach
 
-    def add(self, starts: npt.NDArray[np.int64], runs: npt.NDArray[np.int64]) -> None:
-        self.add_ends(starts, starts + runs)
+    def add(self, segments: npt.NDArray[np.int64]) -> None:
+        """Segments ((n, 2) int64: start, run) of one chunk."""
+        from core_c.project import curve_add
 
-    def add_ends(self, starts: npt.NDArray[np.int64], ends: npt.NDArray[np.int64]) -> None:
-        """Segments given by their starts and ends (start + run)."""
-        if len(starts) == 0:
-            return
-        self._pending.append((starts, ends))
-        self._pending_len += len(starts)
-        if self._pending_len >= _PENDING_SEGMENTS:
-            self._fold()
+        need = curve_add(self.diff, segments)
+        if need > len(self.diff):  # doubled at least, so a run of growing thresholds copies little
+            grown = np.zeros(max(need, 2 * len(self.diff)), np.int64)
+            grown[: len(self.diff)] = self.diff
+            self.diff = grown
+            curve_add(self.diff, segments)
+        self.size = max(self.size, need)
 
-    def _fold(self) -> None:
-        if not self._pending:
-            return
-        starts = np.concatenate([s for s, _ in self._pending])
-        ends = np.concatenate([e for _, e in self._pending])
-        self._pending, self._pending_len = [], 0
-        size = int(ends.max()) + 1
-        if size > len(self.starts):
-            self.starts = np.concatenate([self.starts, np.zeros(size - len(self.starts), np.int64)])
-            self.ends = np.concatenate([self.ends, np.zeros(size - len(self.ends), np.int64)])
-        self.starts[:size] += np.bincount(starts, minlength=size)[:size]
-        self.ends[:size] += np.bincount(ends, minlength=size)[:size]
+    def points(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """The breakpoints: capacity 0 and every capacity in blocks where hit blocks rise, and the
+        hit blocks there. It empties the group, so call it once."""
+        from core_c.project import curve_points
 
-    def hit_blocks(self) -> npt.NDArray[np.int64]:
-        """hit_blocks(C) for C = 0 .. largest threshold. Made in place in the group's arrays (two
-        as long as the largest threshold, its memory peak): it empties the group, so call it once."""
-        self._fold()
-        slope, ends = self.starts, self.ends
-        self.starts, self.ends = np.zeros(1, np.int64), np.zeros(1, np.int64)
-        slope -= ends
-        del ends
-        np.cumsum(slope, out=slope)
-        first = int(slope[0])  # always 0
-        np.cumsum(slope, out=slope)
-        slope -= first
-        return slope
+        diff, self.diff = self.diff[: max(self.size, 1)], np.zeros(0, np.int64)
+        return curve_points(diff)
 
 
 @dataclass
@@ -299,7 +276,7 @@ class LaneCurves:
     def __init__(self, lanes: Sequence[tuple[str, int, int]]) -> None:
         """lanes: (instance id, block size, block bytes) of each lane."""
         self.lanes = list(lanes)
-        self._chunks: list[tuple[int, int, int, npt.NDArray[np.int64], npt.NDArray[np.int64]]] = []
+        self._chunks: list[tuple[int, int, int, npt.NDArray[np.int64]]] = []
         self._segments = 0
         self.kept = True
 
@@ -319,8 +296,7 @@ class LaneCurves:
         if self._segments > self.MAX_SEGMENTS:
             self.kept, self._chunks = False, []
             return
-        starts = np.ascontiguousarray(mine[:, 0])
-        self._chunks.append((lane, len(input_lens), int(input_lens.sum()), starts, starts + mine[:, 1]))
+        self._chunks.append((lane, len(input_lens), int(input_lens.sum()), mine.copy()))
 
     def curves(self, targets: Sequence[float] = DEFAULT_TARGETS) -> list[InstanceCurve]:
         """Exact curves of every instance with a request, sorted by instance id (bytes order),
@@ -330,12 +306,12 @@ class LaneCurves:
             raise ValueError("the replay's facts were too many to keep: read its facts file")
         acc: dict[str, _Instance] = {}
         chunks, self._chunks = self._chunks, []
-        for lane, requests, input_tokens, starts, ends in chunks:
+        for lane, requests, input_tokens, segments in chunks:
             name, size, nbytes = self.lanes[lane]
             inst = acc.setdefault(name, _Instance())
             inst.requests += requests
             inst.input_tokens += input_tokens
-            inst.groups.setdefault((size, nbytes), _Group(size, nbytes)).add_ends(starts, ends)
+            inst.groups.setdefault((size, nbytes), _Group(size, nbytes)).add(segments)
         del chunks
         # an instance with no request has no row in the facts file, so no curve
         made = [(name.encode(), inst) for name, inst in acc.items() if inst.requests]
@@ -365,7 +341,7 @@ def exact_curves(path: str | Path, targets: Sequence[float] = DEFAULT_TARGETS) -
             inst.input_tokens += int(lens[mine].sum())
             group = inst.groups.setdefault((size, nbytes), _Group(size, nbytes))
             seg_mask = row_mask[rows_of_seg]
-            group.add(segs[seg_mask, 0], segs[seg_mask, 1])
+            group.add(segs[seg_mask])
     return _finish_all([(stream.instances.names[g], inst) for g, inst in acc.items()], targets)
 
 
@@ -391,11 +367,11 @@ def _byte_events(inst: _Instance) -> dict[int, int]:
         for b, t in zip(unique.tolist(), sums.tolist(), strict=True):
             events[b] = events.get(b, 0) + t
     for group in inst.groups.values():
-        hits = group.hit_blocks()
+        caps, hits = group.points()
         hits *= group.block_size
-        for c in (np.flatnonzero(np.diff(hits)) + 1).tolist():
+        for c, gain in zip(caps[1:].tolist(), np.diff(hits).tolist(), strict=True):
             b = c * group.block_bytes
-            events[b] = events.get(b, 0) + int(hits[c] - hits[c - 1])
+            events[b] = events.get(b, 0) + gain
     return events
 
 
@@ -404,11 +380,8 @@ def _finish(name: bytes, inst: _Instance, targets: Sequence[float]) -> InstanceC
     block_bytes: int | None
     if len(inst.groups) == 1 and not inst.hybrid:
         (group,) = inst.groups.values()
-        hits = group.hit_blocks()
-        hits *= group.block_size
-        caps = np.concatenate([[0], np.flatnonzero(np.diff(hits)) + 1]).astype(np.int64)
-        values = hits[caps]
-        del hits
+        caps, values = group.points()
+        values *= group.block_size
         blocks = IntColumn(caps)
         capacity_bytes = IntColumn(
             caps * group.block_bytes

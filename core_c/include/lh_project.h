@@ -40,4 +40,21 @@ uint64_t lh_project_steps_infinite(const uint64_t *points, size_t n_points);
 void lh_project_steps_batch(const uint64_t *points, const int64_t *point_offsets, size_t n_req,
                             const uint64_t *capacity_bytes, const uint8_t *infinite, size_t n_caps, uint64_t *hits);
 
+/* ---- the summed curve of many requests over every capacity ----
+ *
+ * hit_blocks(C) summed over many curves, for every C at once, from a difference array: diff[i]
+ * counts the segments starting at threshold i minus those ending just before it (start + run), so
+ * cover(i) = diff[0] + .. + diff[i] is the number of thresholds equal to i, and hit_blocks(C) =
+ * cover(1) + .. + cover(C). O(segments + largest threshold), never one projection per capacity. */
+
+/* Adds curve segs (n_segs well-formed pairs) to diff[0 .. size) and returns the size diff needs
+ * for them: the largest start + run, plus one (0 without segments). When that is above size,
+ * nothing changed. */
+size_t lh_project_curve_add(int64_t *diff, size_t size, const int64_t *segs, size_t n_segs);
+
+/* The breakpoints of the summed curve in diff[0 .. size): capacity 0 (0 hits), then every capacity
+ * C >= 1 where hit_blocks(C) > hit_blocks(C - 1), in increasing order, into caps and hits
+ * (caller-owned, room for `size` pairs at least; size >= 1). Returns the pairs written. */
+size_t lh_project_curve_points(const int64_t *diff, size_t size, int64_t *caps, int64_t *hits);
+
 #endif

@@ -57,3 +57,33 @@ void lh_project_steps_batch(const uint64_t *points, const int64_t *point_offsets
     }
   }
 }
+
+size_t lh_project_curve_add(int64_t *diff, size_t size, const int64_t *segs, size_t n_segs) {
+  uint64_t top = 0; /* the largest start + run: a first pass, so that nothing changes when it is too far */
+  for (size_t k = 0; k < n_segs; k++) {
+    uint64_t end = (uint64_t)segs[2 * k] + (uint64_t)segs[2 * k + 1];
+    if (end > top) top = end;
+  }
+  if (n_segs == 0) return 0;
+  if (top >= size) return (size_t)top + 1;
+  for (size_t k = 0; k < n_segs; k++) {
+    diff[segs[2 * k]]++;
+    diff[segs[2 * k] + segs[2 * k + 1]]--;
+  }
+  return (size_t)top + 1;
+}
+
+size_t lh_project_curve_points(const int64_t *diff, size_t size, int64_t *caps, int64_t *hits) {
+  int64_t cover = diff[0], total = 0; /* cover(0) is 0 for well-formed curves (start >= 1) */
+  size_t n = 0;
+  caps[n] = 0;
+  hits[n++] = 0;
+  for (size_t c = 1; c < size; c++) {
+    cover += diff[c];
+    if (cover == 0) continue;
+    total += cover;
+    caps[n] = (int64_t)c;
+    hits[n++] = total;
+  }
+  return n;
+}

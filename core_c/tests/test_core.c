@@ -581,6 +581,21 @@ static void test_views(void) {
   CHECK(lh_lane_create_views(&bad, NULL, 1, 0, err, sizeof err) == LH_EINVAL);
 }
 
+/* The summed curve of two requests: segments (1, 2) (4, 1) and (2, 3) have thresholds 1 2 4 and
+ * 2 3 4, so the sum rises at 1 (1), 2 (3), 3 (4), 4 (6); a diff too short changes nothing. */
+static void test_summed_curve(void) {
+  const int64_t segs[] = {1, 2, 4, 1, 2, 3};
+  int64_t diff[6] = {0}, caps[6], hits[6];
+  CHECK(lh_project_curve_add(diff, 5, segs, 3) == 6);
+  for (int i = 0; i < 6; i++) CHECK(diff[i] == 0);
+  CHECK(lh_project_curve_add(diff, 6, segs, 2) == 6 && lh_project_curve_add(diff, 6, segs + 4, 1) == 6);
+  CHECK(lh_project_curve_add(diff, 6, segs, 0) == 0);
+  const int64_t want_caps[] = {0, 1, 2, 3, 4}, want_hits[] = {0, 1, 3, 4, 6};
+  CHECK(lh_project_curve_points(diff, 6, caps, hits) == 5);
+  for (int i = 0; i < 5; i++) CHECK(caps[i] == want_caps[i] && hits[i] == want_hits[i]);
+  CHECK(lh_project_curve_points(diff, 1, caps, hits) == 1 && caps[0] == 0 && hits[0] == 0);
+}
+
 int main(void) {
   rng_state = 88172645463325252ULL; /* the sequence the randomized comparison has always used */
   test_worked_example();
@@ -600,5 +615,6 @@ int main(void) {
   test_keymap_runs();
   test_keymap_growth();
   test_views();
+  test_summed_curve();
   return finish("core");
 }

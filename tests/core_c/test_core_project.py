@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
 import pytest
 
 from core_c import project_blocks, project_bytes, project_infinite
+from core_c.project import curve_add, curve_points
 
 
 def test_empty_curve_hits_nothing() -> None:
@@ -57,3 +59,57 @@ def test_matches_threshold_definition() -> None:
         thresholds = [s + j for s, r in curve for j in range(r)]
         for capacity in range(0, start + 3):
             assert project_blocks(curve, capacity) == sum(t <= capacity for t in thresholds)
+
+
+def _random_curves(rng: random.Random, requests: int) -> list[list[tuple[int, int]]]:
+    curves = []
+    for _ in range(requests):
+        curve, start = [], 0
+        for _ in range(rng.randint(0, 4)):
+            start += rng.randint(1, 9)
+            run = rng.randint(0, 6)
+            curve.append((start, run))
+            start += run
+        curves.append(curve)
+    return curves
+
+
+def test_summed_curve_matches_threshold_definition() -> None:
+    """curve_add / curve_points against the thresholds counted one capacity at a time: capacity 0,
+    then every capacity where the summed hit blocks rise, with those sums; chunks of requests
+    added to a difference array that grows as curve_add asks (nothing changed when it asks)."""
+    rng = random.Random(7)
+    for _ in range(200):
+        curves = _random_curves(rng, rng.randint(0, 12))
+        thresholds = [s + j for curve in curves for s, r in curve for j in range(r)]
+        top = max(thresholds, default=0)
+        want_caps, want_hits, last = [0], [0], 0
+        for capacity in range(1, top + 2):
+            hits = sum(t <= capacity for t in thresholds)
+            if hits != last:
+                want_caps.append(capacity)
+                want_hits.append(hits)
+                last = hits
+        diff, size = np.zeros(rng.randint(0, 3), np.int64), 0
+        for lo in range(0, len(curves), 3):
+            segs = np.array([p for curve in curves[lo : lo + 3] for p in curve], np.int64).reshape(-1, 2)
+            before = diff.copy()
+            need = curve_add(diff, segs)
+            assert need == (int((segs[:, 0] + segs[:, 1]).max()) + 1 if len(segs) else 0)
+            if need > len(diff):
+                assert (diff == before).all()
+                diff = np.concatenate([diff, np.zeros(need - len(diff), np.int64)])
+                assert curve_add(diff, segs) == need
+            size = max(size, need)
+        caps, hits = curve_points(diff[: max(size, 1)])
+        assert caps.tolist() == want_caps
+        assert hits.tolist() == want_hits
+
+
+def test_curve_add_needs_a_writeable_int64_array() -> None:
+    with pytest.raises(ValueError):
+        curve_add(np.zeros(4, np.int32), np.array([[1, 1]], np.int64))
+    frozen = np.zeros(4, np.int64)
+    frozen.flags.writeable = False
+    with pytest.raises(ValueError):
+        curve_add(frozen, np.array([[1, 1]], np.int64))
