@@ -8,6 +8,7 @@
 #include "lh_buf.h"
 #include "lh_common.h"
 #include "lh_keymap.h"
+#include "lh_project.h"
 
 #define MAX_KEYS ((uint64_t)UINT32_MAX - 1) /* key indices are uint32, LH_NIL excluded */
 #define MAP_LOAD_PERCENT 75                 /* the key map holds every key of the lane: memory over probe length */
@@ -310,11 +311,8 @@ static int64_t record_request(lh_profile *p, const int64_t *keys, const uint32_t
     if (last[k] < start) ++*window_keys; /* last[k] <= now: in an earlier window */
     last[k] = now;
   }
-  int64_t *slope = AT(p->slope, int64_t);
-  for (int64_t s = seg_lo; s < seg_hi; s++) {
-    slope[segs[2 * s]]++;
-    slope[segs[2 * s] + segs[2 * s + 1]]--;
-  }
+  /* the slope reaches every segment's end (reserve_request) */
+  lh_project_curve_add(AT(p->slope, int64_t), p->slope.len, segs + 2 * seg_lo, (size_t)(seg_hi - seg_lo));
   p->stats.requests++;
   p->stats.accesses += n;
   p->stats.reuses += (uint64_t)hits;

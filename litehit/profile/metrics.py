@@ -15,6 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 import core_c.profile
+import core_c.project
 from litehit.profile.result import CapacityPoint, Histogram, Lifespan, ReuseTime, Skew, WorkingSet
 from litehit.quantiles import NS_PER_S
 
@@ -246,12 +247,12 @@ def skew(key_reuses: Int64Array, keys: int, request_hits: Int64Array) -> Skew:
 def capacity_points(threshold_slope: Int64Array, block_bytes: int) -> dict[str, CapacityPoint]:
     """For 50/90/99%: the smallest capacity C (blocks) whose hit blocks (those with threshold <= C)
     reach that share of all hit blocks; 0 when there is no hit. threshold_slope: the difference
-    array of the hit blocks by threshold (see core_c.ProfileArrays)."""
-    cumulative = np.cumsum(np.cumsum(threshold_slope))
-    total = int(cumulative[-1]) if len(cumulative) else 0
+    array of the hit blocks by threshold (see core_c.ProfileArrays), read by the projector."""
+    caps, hits = core_c.project.curve_points(threshold_slope)  # where the hit blocks rise, and to what
+    total = int(hits[-1])
     points = {}
     for p in CAPACITY_PERCENTS:
-        blocks = int(np.searchsorted(cumulative, -(-p * total // 100), side="left")) if total else 0
+        blocks = int(caps[np.searchsorted(hits, -(-p * total // 100), side="left")]) if total else 0
         points[str(p)] = CapacityPoint(blocks=blocks, bytes=blocks * block_bytes)
     return points
 
