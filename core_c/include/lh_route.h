@@ -37,7 +37,7 @@ typedef struct lh_route lh_route;
 typedef struct lh_route_params {
   int router;               /* LH_ROUTE_* */
   uint32_t replicas;        /* 1 .. LH_ROUTE_MAX_REPLICAS */
-  uint64_t capacity_blocks; /* per replica; UINT64_MAX: unbounded */
+  uint64_t capacity_blocks; /* per replica; UINT64_MAX: unbounded (up to the simulator's 2^31 - 1 resident blocks) */
   int64_t block_size;       /* tokens per block, > 0 */
   int64_t window_ns;        /* > 0 */
   uint64_t threshold_num;   /* balance threshold num / den >= 0 (CACHE_AWARE) */

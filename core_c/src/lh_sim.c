@@ -44,12 +44,12 @@ struct lh_sim {
   /* LH_SIM_MISS_EVIDENCE: each evicted key's ghost time, an index into ghost_ts, the time of its
    * latest eviction. ghost_ts holds the distinct times of the requests that evicted, in order (at
    * most one a request), so an eviction writes only its key's value in a map, never a per-key
-   * array at random. With ghosts_in_map (a policy that does not keep keys, no TTL) the key map
-   * itself holds them, never purged: an evicted key's value becomes LH_ABSENT | its ghost time, so
-   * the lookup reads a missing key's evidence with its residence and an eviction costs one store;
-   * a slot's bit in evicted_before tells whether its key had been evicted before it came in (for
-   * n_ghosts). Else (WA, whose map values of absent keys are entries) the map `ghosts` keeps every
-   * evicted key -> its ghost time (a re-inserted key that misses again was evicted again since). */
+   * array at random. With ghosts_in_map (a policy that does not keep keys; evidence refuses a TTL)
+   * the key map itself holds them, and never purges them: an evicted key's value becomes
+   * LH_ABSENT | its ghost time, so the lookup reads a missing key's evidence with its residence
+   * and an eviction costs one store; a slot's bit in evicted_before tells whether its key had been
+   * evicted before it came in (for n_ghosts). Else (WA, whose map values of absent keys are entries) the map `ghosts`
+   * keeps every evicted key -> its ghost time (a re-inserted key that misses again was evicted again since). */
   int evidence, ghosts_in_map;
   size_t n_ghosts; /* distinct keys ever evicted */
   int64_t *ghost_ts;
@@ -610,7 +610,10 @@ int lh_sim_check(const lh_sim *s, char *err, size_t errlen) {
           : s->evidence      ? !ghost_time_ok(s, v & ~LH_ABSENT)
                              : v != LH_ABSENT) {
         return lh_fail(err, errlen, LH_EINVAL, "key %lld maps to %s %u, never given",
-                       (long long)lh_keymap_key(&s->map, i), s->ops->keeps_keys ? "entry" : "ghost time",
+                       (long long)lh_keymap_key(&s->map, i),
+                       s->ops->keeps_keys ? "entry"
+                       : s->evidence      ? "ghost time"
+                                          : "ghost",
                        (unsigned)(v & ~LH_ABSENT));
       }
     }
