@@ -31,6 +31,7 @@ __all__ = [
 Curve = Sequence[tuple[int, int]] | npt.NDArray[np.int64]
 
 _U64_MAX = 2**64 - 1
+_SIZE_MAX = int(ffi.cast("size_t", -1))
 
 
 def _segments(curve: Curve) -> npt.NDArray[np.int64]:
@@ -96,19 +97,22 @@ def project_batch(
 
 
 def curve_add(diff: npt.NDArray[np.int64], segments: npt.NDArray[np.int64]) -> int:
-    """Adds many curves' segments ((n, 2) int64, well formed: as the lane core writes them and the
-    facts reader verifies) to the difference array diff (lh_project.h). Returns the length diff
-    needs for them (0 for none): when that is above len(diff), nothing changed."""
+    """Adds many curves' segments ((n, 2) int64: start >= 1, run >= 0) to the difference array diff
+    (lh_project.h). Returns the length diff needs for them (0 for none): when that is above
+    len(diff), nothing changed. ValueError (nothing changed) for a malformed segment."""
     segs = np.ascontiguousarray(segments, dtype=np.int64).reshape(-1)
     if diff.dtype != np.int64 or not diff.flags.c_contiguous or not diff.flags.writeable:
         raise ValueError("diff must be a writeable contiguous int64 array")
     if len(segs) == 0:
         return 0
-    return int(
+    need = int(
         lib.lh_project_curve_add(
             ptr("int64_t[]", diff) if len(diff) else ffi.NULL, len(diff), ptr("int64_t[]", segs), len(segs) // 2
         )
     )
+    if need == _SIZE_MAX:
+        raise ValueError("hit curve segments need start >= 1 and run >= 0")
+    return need
 
 
 def curve_points(diff: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:

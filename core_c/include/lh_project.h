@@ -47,9 +47,9 @@ void lh_project_steps_batch(const uint64_t *points, const int64_t *point_offsets
  * cover(i) = diff[0] + .. + diff[i] is the number of thresholds equal to i, and hit_blocks(C) =
  * cover(1) + .. + cover(C). O(segments + largest threshold), never one projection per capacity. */
 
-/* Adds curve segs (n_segs well-formed pairs) to diff[0 .. size) and returns the size diff needs
- * for them: the largest start + run, plus one (0 without segments). When that is above size,
- * nothing changed. */
+/* Adds curve segs (n_segs pairs) to diff[0 .. size) and returns the size diff needs for them: the
+ * largest start + run, plus one (0 without segments). When that is above size, nothing changed;
+ * SIZE_MAX (nothing changed) for a malformed segment (start < 1 or run < 0). */
 size_t lh_project_curve_add(int64_t *diff, size_t size, const int64_t *segs, size_t n_segs);
 
 /* The breakpoints of the summed curve in diff[0 .. size): capacity 0 (0 hits), then every capacity

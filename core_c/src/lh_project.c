@@ -1,6 +1,8 @@
 /* lh_project.c - projection of RLE hit curves onto capacities. */
 #include "lh_project.h"
 
+#include <stdint.h>
+
 uint64_t lh_project_blocks(const int64_t *segs, size_t n_segs, uint64_t capacity_blocks) {
   uint64_t hits = 0;
   for (size_t k = 0; k < n_segs; k++) {
@@ -61,6 +63,7 @@ void lh_project_steps_batch(const uint64_t *points, const int64_t *point_offsets
 size_t lh_project_curve_add(int64_t *diff, size_t size, const int64_t *segs, size_t n_segs) {
   uint64_t top = 0; /* the largest start + run: a first pass, so that nothing changes when it is too far */
   for (size_t k = 0; k < n_segs; k++) {
+    if (segs[2 * k] < 1 || segs[2 * k + 1] < 0) return SIZE_MAX;
     uint64_t end = (uint64_t)segs[2 * k] + (uint64_t)segs[2 * k + 1];
     if (end > top) top = end;
   }

@@ -590,6 +590,8 @@ static void test_summed_curve(void) {
   for (int i = 0; i < 6; i++) CHECK(diff[i] == 0);
   CHECK(lh_project_curve_add(diff, 6, segs, 2) == 6 && lh_project_curve_add(diff, 6, segs + 4, 1) == 6);
   CHECK(lh_project_curve_add(diff, 6, segs, 0) == 0);
+  const int64_t bad[] = {1, 1, 0, 2, 3, -1};
+  CHECK(lh_project_curve_add(diff, 6, bad, 2) == SIZE_MAX && lh_project_curve_add(diff, 6, bad + 2, 2) == SIZE_MAX);
   const int64_t want_caps[] = {0, 1, 2, 3, 4}, want_hits[] = {0, 1, 3, 4, 6};
   CHECK(lh_project_curve_points(diff, 6, caps, hits) == 5);
   for (int i = 0; i < 5; i++) CHECK(caps[i] == want_caps[i] && hits[i] == want_hits[i]);

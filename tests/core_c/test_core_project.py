@@ -106,6 +106,14 @@ def test_summed_curve_matches_threshold_definition() -> None:
         assert hits.tolist() == want_hits
 
 
+def test_curve_add_refuses_malformed_segments_and_changes_nothing() -> None:
+    diff = np.zeros(8, np.int64)
+    for bad in ([[0, 1]], [[2, -1]], [[1, 1], [-3, 4]]):
+        with pytest.raises(ValueError, match="start >= 1 and run >= 0"):
+            curve_add(diff, np.array(bad, np.int64))
+        assert not diff.any()
+
+
 def test_curve_add_needs_a_writeable_int64_array() -> None:
     with pytest.raises(ValueError):
         curve_add(np.zeros(4, np.int32), np.array([[1, 1]], np.int64))
