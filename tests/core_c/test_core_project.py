@@ -46,32 +46,30 @@ def test_rejects_bad_arguments() -> None:
         project_blocks([(0, 1)], 3)
 
 
+def _random_curve(rng: random.Random, segments: int, gap: int, runs: tuple[int, int]) -> list[tuple[int, int]]:
+    """A well-formed curve of 0..segments segments, each 1..gap past the previous one's end."""
+    curve, start = [], 0
+    for _ in range(rng.randint(0, segments)):
+        start += rng.randint(1, gap)
+        run = rng.randint(*runs)
+        curve.append((start, run))
+        start += run
+    return curve
+
+
 def test_matches_threshold_definition() -> None:
     """hit_blocks(C) = |{j : threshold_j <= C}| with thresholds start, start+1, ..."""
     rng = random.Random(1)
     for _ in range(500):
-        curve, start = [], 0
-        for _ in range(rng.randint(0, 5)):
-            start += rng.randint(1, 6)
-            run = rng.randint(1, 5)
-            curve.append((start, run))
-            start += run
+        curve = _random_curve(rng, 5, 6, (1, 5))
+        end = curve[-1][0] + curve[-1][1] if curve else 0
         thresholds = [s + j for s, r in curve for j in range(r)]
-        for capacity in range(0, start + 3):
+        for capacity in range(0, end + 3):
             assert project_blocks(curve, capacity) == sum(t <= capacity for t in thresholds)
 
 
 def _random_curves(rng: random.Random, requests: int) -> list[list[tuple[int, int]]]:
-    curves = []
-    for _ in range(requests):
-        curve, start = [], 0
-        for _ in range(rng.randint(0, 4)):
-            start += rng.randint(1, 9)
-            run = rng.randint(0, 6)
-            curve.append((start, run))
-            start += run
-        curves.append(curve)
-    return curves
+    return [_random_curve(rng, 4, 9, (0, 6)) for _ in range(requests)]
 
 
 def test_summed_curve_matches_threshold_definition() -> None:
