@@ -250,6 +250,19 @@ class TestBatch:
             assert lane.stats().requests == 1
             lane.check()
 
+    def test_key_numbers_of_blocks_not_replayed_are_zero(self) -> None:
+        # the numbers' array is not zeroed up front: the blocks before offsets[0], and the
+        # failing request's and those after it, are zeroed after the call
+        keys = np.array([5, 6, 7, 8, 9, 7, 10, 11], dtype=np.int64)
+        with Lane(key_ids=True) as lane:
+            facts = lane.process_batch(keys, np.array([2, 4, 6], dtype=np.int64))
+            assert facts.key_ids is not None and list(facts.key_ids) == [0, 0, 0, 1, 2, 0, 0, 0]
+            with pytest.raises(core_c.CoreInvalidArgument) as info:
+                lane.process_batch(keys, np.array([0, 3, 2, 8], dtype=np.int64))  # request 1 has negative length
+            assert info.value.index == 1
+            partial = info.value.partial  # type: ignore[attr-defined]
+            assert list(partial.key_ids) == [3, 4, 0, 0, 0, 0, 0, 0]
+
     def test_ttl_lane_requires_timestamps(self) -> None:
         with Lane(ttl_ns=5) as lane, pytest.raises(ValueError):
             lane.process_batch(np.array([1]), np.array([0, 1]))
