@@ -44,27 +44,57 @@ class ProfileStats:
 class ProfileArrays:
     """Views of a recorder's state; valid until it records, resets or closes.
 
-    Key i is the i-th distinct key in order of first access: ``first_ns``/``last_ns`` its first
-    and latest access (a request containing it), ``first_cat`` that first request's category,
-    ``shared`` 1 when two or more requests contained it, ``reuses`` its reuses (every category).
-    ``threshold_slope``: +1 at every curve segment's start, -1 past its end (its prefix sums are
-    the hit blocks whose threshold is exactly t; sum those again for the hit blocks at capacity
-    C). ``window``/``window_keys``: every time window that saw a request (ascending) and the
-    distinct keys accessed in it. ``base_category``: the first category that reused (-1: none);
-    ``base_reuses``: the keys' reuse counts when a second category first reused (empty while
-    one category reuses). ``categories``: the ids that may have reuses (see ``reuses_of``)."""
+    Key i is the i-th distinct key in order of first access, request j the j-th recorded request
+    that had blocks: ``first_req``/``last_req`` the key's first and latest access (a request
+    containing it), ``reuses`` its reuses (every category), ``request_ns``/``request_cat`` each
+    request's timestamp and category. The properties ``first_ns``, ``last_ns``, ``first_cat``
+    and ``shared`` (1 when two or more requests contained the key) are made from those (new
+    arrays per key on each use). ``threshold_slope``: +1 at every curve segment's start, -1
+    past its end (its prefix sums are the hit blocks whose threshold is exactly t; sum those
+    again for the hit blocks at capacity C). ``window``/``window_keys``: every time window that
+    saw a request (ascending) and the distinct keys accessed in it. ``base_category``: the first
+    category that reused (-1: none); ``base_reuses``: the keys' reuse counts when a second
+    category first reused (empty while one category reuses). ``categories``: the ids that may
+    have reuses (see ``reuses_of``)."""
 
-    first_ns: Int64Array
-    last_ns: Int64Array
-    first_cat: npt.NDArray[np.int32]
-    shared: npt.NDArray[np.uint8]
+    first_req: npt.NDArray[np.uint32]
+    last_req: npt.NDArray[np.uint32]
     reuses: npt.NDArray[np.uint32]
+    request_ns: Int64Array
+    request_cat: npt.NDArray[np.int32]
     threshold_slope: Int64Array
     window: Int64Array
     window_keys: Int64Array
     categories: int
     base_category: int
     base_reuses: npt.NDArray[np.uint32]
+
+    @property
+    def first_ns(self) -> Int64Array:
+        return self.request_ns[self.first_req]
+
+    @property
+    def last_ns(self) -> Int64Array:
+        return self.request_ns[self.last_req]
+
+    @property
+    def first_cat(self) -> npt.NDArray[np.int32]:
+        return self.request_cat[self.first_req]
+
+    @property
+    def shared(self) -> npt.NDArray[np.uint8]:
+        shared: npt.NDArray[np.uint8] = (self.first_req != self.last_req).astype(np.uint8)
+        return shared
+
+    def lifespans(self, where: npt.NDArray[np.bool_] | None = None) -> tuple[Int64Array, int]:
+        """The lifespans (latest access - first) of every key, or of the keys where ``where``
+        holds, and how many of those keys only one request contained."""
+        first, last = (
+            (self.first_req, self.last_req) if where is None else (self.first_req[where], self.last_req[where])
+        )
+        spans = self.request_ns[last]
+        spans -= self.request_ns[first]
+        return spans, int(np.count_nonzero(first == last))
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,12 +199,13 @@ class ProfileRecorder(CHandle):
         v = ffi.new("lh_profile_view *")
         lib.lh_profile_get_view(self._handle(), v)
         keys = int(v.n_keys)
+        requests = int(v.n_requests)
         return ProfileArrays(
-            first_ns=_view(v.first_ns, keys, np.int64),
-            last_ns=_view(v.last_ns, keys, np.int64),
-            first_cat=_view(v.first_cat, keys, np.int32),
-            shared=_view(v.shared, keys, np.uint8),
+            first_req=_view(v.first_req, keys, np.uint32),
+            last_req=_view(v.last_req, keys, np.uint32),
             reuses=_view(v.reuses, keys, np.uint32),
+            request_ns=_view(v.request_ns, requests, np.int64),
+            request_cat=_view(v.request_cat, requests, np.int32),
             threshold_slope=_view(v.threshold_slope, int(v.n_thresholds), np.int64),
             window=_view(v.window, int(v.n_windows), np.int64),
             window_keys=_view(v.window_keys, int(v.n_windows), np.int64),

@@ -2,9 +2,11 @@
  *
  * A recorder follows one lane. It is fed the same requests as the lane (keys, offsets,
  * timestamps), each request's category, and the curves the lane wrote for them, and keeps:
- *   per unique key   first and last access time, the category of its first access, whether more
- *                    than one request accessed it (an access = a request containing the key) and
- *                    its reuse count;
+ *   per unique key   its first and latest access (an access = a request containing the key), as
+ *                    request numbers, and its reuse count: 12 bytes;
+ *   per request      with blocks: its timestamp and category (a key's access times, the category
+ *                    of its first access, and whether more than one request accessed it - two
+ *                    numbers differ - come from these);
  *   per reuse        (one per prefix hit block at infinite capacity: the blocks the curve covers)
  *                    the time since the key's latest access by an EARLIER request, kept with the
  *                    hitting request's category, in runs of equal times (a request's hits were
@@ -17,9 +19,9 @@
  *                    blocks at capacity C the sum of those over t <= C;
  *   per time window  the number of distinct keys accessed in each aligned window of window_ns
  *                    (only windows that saw a request are stored; requests come in time order).
- * Everything it holds is O(unique keys + reuse runs + windows that saw requests), plus one key
- * index per reuse once two categories reuse; it never sees a capacity. No function prints,
- * aborts or exits.
+ * Everything it holds is O(unique keys + requests with blocks + reuse runs + windows that saw
+ * requests), plus one key index per reuse once two categories reuse; it never sees a capacity. No
+ * function prints, aborts or exits.
  *
  * Reuses by key within a category: while only one category (the base category) has reused, the
  * per-key reuse counts are that category's. When a second one first reuses, those counts are
@@ -36,14 +38,17 @@ typedef struct lh_profile lh_profile;
 
 /* What the recorder holds, as arrays owned by the recorder (valid until the next
  * lh_profile_record_batch, lh_profile_reset or lh_profile_destroy). Key i is the i-th distinct
- * key in order of first access. */
+ * key in order of first access; request j the j-th recorded request that had blocks. Key i's first
+ * access was at request_ns[first_req[i]] by category request_cat[first_req[i]], its latest at
+ * request_ns[last_req[i]], and two or more requests contained it exactly when the two differ. */
 typedef struct lh_profile_view {
   size_t n_keys;
-  const int64_t *first_ns;  /* n_keys: time of the first request containing the key */
-  const int64_t *last_ns;   /* n_keys: time of the latest request containing the key */
-  const int32_t *first_cat; /* n_keys: category of that first request */
-  const uint8_t *shared;    /* n_keys: 1 when two or more requests contained the key */
-  const uint32_t *reuses;   /* n_keys: reuses of the key, every category */
+  const uint32_t *first_req;  /* n_keys: the first request containing the key */
+  const uint32_t *last_req;   /* n_keys: the latest request containing the key */
+  const uint32_t *reuses;     /* n_keys: reuses of the key, every category */
+  size_t n_requests;          /* requests recorded that had blocks */
+  const int64_t *request_ns;  /* n_requests: their timestamps */
+  const int32_t *request_cat; /* n_requests: their categories */
   size_t n_thresholds;
   const int64_t *threshold_slope; /* n_thresholds: the difference array of hits by threshold */
   size_t n_windows;
@@ -99,6 +104,8 @@ void lh_profile_reset(lh_profile *p);
  * curve the lane wrote for it: pairs seg_offsets[r] .. seg_offsets[r+1] of the n_segs pairs of
  * segs (offsets under the same rule; well formed, covering at most the request's blocks).
  * hits (caller-owned, n_req entries) receives each request's infinite-capacity hit blocks.
+ * A recorder holds at most 2^32 - 2 distinct keys and 2^32 - 2 requests with blocks (LH_ERANGE
+ * beyond: their numbers are uint32).
  * Returns LH_OK with *n_done = n_req, or an error with *n_done = the index of the failing
  * request: requests before it are recorded, the failing one changed nothing. */
 int lh_profile_record_batch(lh_profile *p, const int64_t *keys, const uint32_t *key_ids, size_t n_keys,

@@ -10,8 +10,9 @@
 #include "lh_keymap.h"
 #include "lh_project.h"
 
-#define MAX_KEYS ((uint64_t)UINT32_MAX - 1) /* key indices are uint32, LH_NIL excluded */
-#define MAP_LOAD_PERCENT 75                 /* the key map holds every key of the lane: memory over probe length */
+#define MAX_KEYS ((uint64_t)UINT32_MAX - 1)     /* key indices are uint32, LH_NIL excluded */
+#define MAX_REQUESTS ((uint64_t)UINT32_MAX - 1) /* request numbers likewise */
+#define MAP_LOAD_PERCENT 75                     /* the key map holds every key of the lane: memory over probe length */
 #define MAP_RUN_BITS 2 /* its runs of consecutive keys (a Mooncake request's blocks) share lines: lh_keymap.h */
 
 /* A growable array growing by a quarter (the reuse arrays are the recorder's bulk). */
@@ -38,9 +39,10 @@ static void release(array *a) { lh_free_huge(a->data, a->bytes); }
 
 #define AT(a, T) ((T *)(a).data)
 
-/* The per-key arrays, by name, and their element sizes. */
-enum { FIRST_NS, LAST_NS, FIRST_CAT, SHARED, REUSES, N_KEY_ARRAYS };
-static const size_t KEY_ELEM[N_KEY_ARRAYS] = {8, 8, 4, 1, 4};
+/* The per-key arrays, by name, and their element sizes: 12 bytes a key. A key's first and latest
+ * access are request numbers; their times and the first one's category are the request's. */
+enum { FIRST_REQ, LAST_REQ, REUSES, N_KEY_ARRAYS };
+static const size_t KEY_ELEM[N_KEY_ARRAYS] = {4, 4, 4};
 
 typedef struct cat_reuses {
   array ns;   /* int64: reuse times, one per run of equal ones */
@@ -55,7 +57,9 @@ struct lh_profile {
   size_t n_keys; /* distinct keys: the next new key's index */
   int numbered;  /* 0: nothing recorded yet; 1: fed keys (looked up in map); 2: fed key numbers */
   array key[N_KEY_ARRAYS];
-  array slope; /* int64, zero-filled up to len */
+  array req_ns, req_cat; /* int64, int32: per numbered request (one with blocks), by its number */
+  size_t window_req;     /* the number of the current window's first numbered request */
+  array slope;           /* int64, zero-filled up to len */
   array window, window_keys;
   array scratch; /* uint32 per block of the current request: its key index */
   cat_reuses *cats;
@@ -91,7 +95,7 @@ int lh_profile_create(lh_profile **out, int64_t window_ns, char *err, size_t err
 static void free_all(lh_profile *p) {
   lh_keymap_free(&p->map);
   for (size_t i = 0; i < N_KEY_ARRAYS; i++) release(&p->key[i]);
-  array *arrays[] = {&p->slope, &p->window, &p->window_keys, &p->scratch, &p->base};
+  array *arrays[] = {&p->req_ns, &p->req_cat, &p->slope, &p->window, &p->window_keys, &p->scratch, &p->base};
   for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++) release(arrays[i]);
   for (size_t c = 0; c < p->cap_cats; c++) {
     release(&p->cats[c].ns);
@@ -154,7 +158,13 @@ static int reserve_request(lh_profile *p, size_t n, int32_t cat, int64_t hits, i
   if ((uint64_t)p->n_keys + n > MAX_KEYS) {
     return lh_fail(err, errlen, LH_ERANGE, "more than %llu distinct keys in one lane", (unsigned long long)MAX_KEYS);
   }
+  if (n > 0 && (uint64_t)p->req_ns.len + 1 > MAX_REQUESTS) {
+    return lh_fail(err, errlen, LH_ERANGE, "more than %llu requests with blocks in one lane",
+                   (unsigned long long)MAX_REQUESTS);
+  }
   int failed = numbered != 2 && lh_keymap_reserve(&p->map, n) != 0;
+  failed = failed ||
+           (n > 0 && (reserve(&p->req_ns, 1, sizeof(int64_t)) != 0 || reserve(&p->req_cat, 1, sizeof(int32_t)) != 0));
   for (size_t i = 0; i < N_KEY_ARRAYS && !failed; i++) failed = reserve(&p->key[i], n, KEY_ELEM[i]) != 0;
   size_t slope_len = p->slope.len, slope_need = (size_t)end + 1;
   size_t grow = slope_need > slope_len ? slope_need - slope_len : 0;
@@ -195,10 +205,10 @@ static int reserve_request(lh_profile *p, size_t n, int32_t cat, int64_t hits, i
 static int64_t record_request(lh_profile *p, const int64_t *keys, const uint32_t *ids, size_t n, int64_t now,
                               int32_t cat, int64_t hits, const int64_t *segs, int64_t seg_lo, int64_t seg_hi,
                               int *reason) {
-  int64_t *first = AT(p->key[FIRST_NS], int64_t), *last = AT(p->key[LAST_NS], int64_t);
-  int32_t *first_cat = AT(p->key[FIRST_CAT], int32_t);
-  uint8_t *shared = AT(p->key[SHARED], uint8_t);
+  uint32_t *first = AT(p->key[FIRST_REQ], uint32_t), *last = AT(p->key[LAST_REQ], uint32_t);
   uint32_t *reuses = AT(p->key[REUSES], uint32_t);
+  const int64_t *req_ns = AT(p->req_ns, int64_t);
+  const uint32_t me = (uint32_t)p->req_ns.len; /* this request's number, if it has blocks */
   uint32_t *idx = AT(p->scratch, uint32_t);
   if (ids == NULL) {
     for (size_t j = 0; j < n; j++) lh_keymap_prefetch(&p->map, keys[j]);
@@ -214,7 +224,6 @@ static int64_t record_request(lh_profile *p, const int64_t *keys, const uint32_t
     idx[i] = k;
     __builtin_prefetch(&last[k], 1, 3); /* read and written below, at random keys */
     __builtin_prefetch(&reuses[k], 1, 3);
-    __builtin_prefetch(&shared[k], 1, 3);
   }
   for (int64_t i = 0; i < seen; i++) { /* their counts, once the lines are on their way */
     if (reuses[idx[i]] >= UINT32_MAX - (uint32_t)hits) {
@@ -249,7 +258,7 @@ static int64_t record_request(lh_profile *p, const int64_t *keys, const uint32_t
     uint32_t *runs = AT(c->runs, uint32_t);
     size_t len = c->ns.len;
     for (int64_t i = 0; i < hits; i++) { /* against the state before the request */
-      int64_t t = now - last[idx[i]];
+      int64_t t = now - req_ns[last[idx[i]]];
       if (len > 0 && ns[len - 1] == t && runs[len - 1] < UINT32_MAX) {
         runs[len - 1]++;
       } else {
@@ -265,17 +274,16 @@ static int64_t record_request(lh_profile *p, const int64_t *keys, const uint32_t
       c->keys.len += (size_t)hits;
     }
   }
-  /* the request's window */
+  /* the request's window. Requests come in time order, so those of earlier windows have smaller
+   * numbers: a key's latest access lies in an earlier window exactly when its request's number is
+   * below the window's first (window_req), no time compared per block. */
   int64_t w = floor_div(now, p->window_ns);
-  /* where that window starts, now - (now mod window); below INT64_MIN every time is in it. A
-   * time t <= now lies in an earlier window exactly when t < start: no division per block. */
-  int64_t r = now % p->window_ns;
-  if (r < 0) r += p->window_ns;
-  int64_t start = now >= INT64_MIN + r ? now - r : INT64_MIN;
   if (p->window.len == 0 || AT(p->window, int64_t)[p->window.len - 1] != w) {
     AT(p->window, int64_t)[p->window.len++] = w;
     AT(p->window_keys, int64_t)[p->window_keys.len++] = 0;
+    p->window_req = me;
   }
+  const uint32_t window_req = (uint32_t)p->window_req;
   int64_t *window_keys = &AT(p->window_keys, int64_t)[p->window_keys.len - 1];
   /* the rest of the keys; a new one gets the next index, so indices from `before` on are this
    * request's own */
@@ -291,14 +299,11 @@ static int64_t record_request(lh_profile *p, const int64_t *keys, const uint32_t
     }
     if (k == LH_NIL) {
       k = (uint32_t)p->n_keys++;
-      first[k] = last[k] = now;
-      first_cat[k] = cat;
-      shared[k] = 0;
+      first[k] = last[k] = me;
       reuses[k] = 0;
       ++*window_keys;
     } else {
       __builtin_prefetch(&last[k], 1, 3);
-      __builtin_prefetch(&shared[k], 1, 3);
     }
     idx[j] = k;
   }
@@ -307,9 +312,12 @@ static int64_t record_request(lh_profile *p, const int64_t *keys, const uint32_t
   for (size_t j = 0; j < n; j++) {
     uint32_t k = idx[j];
     if (k >= before) continue;
-    shared[k] = 1;
-    if (last[k] < start) ++*window_keys; /* last[k] <= now: in an earlier window */
-    last[k] = now;
+    if (last[k] < window_req) ++*window_keys; /* (a second block of the key finds last[k] == me) */
+    last[k] = me;
+  }
+  if (n > 0) { /* numbered (reserve_request made room) */
+    AT(p->req_ns, int64_t)[p->req_ns.len++] = now;
+    AT(p->req_cat, int32_t)[p->req_cat.len++] = cat;
   }
   /* the slope reaches every segment's end (reserve_request) */
   lh_project_curve_add(AT(p->slope, int64_t), p->slope.len, segs + 2 * seg_lo, (size_t)(seg_hi - seg_lo));
@@ -383,11 +391,12 @@ int lh_profile_record_batch(lh_profile *p, const int64_t *keys, const uint32_t *
 
 void lh_profile_get_view(const lh_profile *p, lh_profile_view *view) {
   view->n_keys = p->n_keys;
-  view->first_ns = p->key[FIRST_NS].data;
-  view->last_ns = p->key[LAST_NS].data;
-  view->first_cat = p->key[FIRST_CAT].data;
-  view->shared = p->key[SHARED].data;
+  view->first_req = p->key[FIRST_REQ].data;
+  view->last_req = p->key[LAST_REQ].data;
   view->reuses = p->key[REUSES].data;
+  view->n_requests = p->req_ns.len;
+  view->request_ns = p->req_ns.data;
+  view->request_cat = p->req_cat.data;
   view->n_thresholds = p->slope.len;
   view->threshold_slope = p->slope.data;
   view->n_windows = p->window.len;
@@ -416,8 +425,8 @@ void lh_profile_get_stats(const lh_profile *p, lh_profile_stats *stats) {
   stats->keys = p->n_keys;
   size_t bytes = sizeof *p + lh_keymap_memory(&p->map) + p->cap_cats * sizeof(cat_reuses);
   for (size_t i = 0; i < N_KEY_ARRAYS; i++) bytes += p->key[i].cap * KEY_ELEM[i];
-  bytes += (p->slope.cap + p->window.cap + p->window_keys.cap) * sizeof(int64_t) +
-           (p->scratch.cap + p->base.cap) * sizeof(uint32_t);
+  bytes += (p->req_ns.cap + p->slope.cap + p->window.cap + p->window_keys.cap) * sizeof(int64_t) +
+           (p->req_cat.cap + p->scratch.cap + p->base.cap) * sizeof(uint32_t);
   for (size_t c = 0; c < p->cap_cats; c++)
     bytes += p->cats[c].ns.cap * sizeof(int64_t) + (p->cats[c].runs.cap + p->cats[c].keys.cap) * sizeof(uint32_t);
   stats->memory_bytes = bytes;

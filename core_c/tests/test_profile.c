@@ -147,6 +147,24 @@ static int same_reuses(lh_profile *a, lh_profile *b, int32_t c) {
 
 #define SAME_ARRAY(a, b, n) ((n) == 0 || memcmp((a), (b), (n) * sizeof *(a)) == 0)
 
+/* Key k's facts as the view gives them: request numbers into the request arrays. */
+static int64_t key_first_ns(const lh_profile_view *v, size_t k) { return v->request_ns[v->first_req[k]]; }
+static int64_t key_last_ns(const lh_profile_view *v, size_t k) { return v->request_ns[v->last_req[k]]; }
+static int32_t key_first_cat(const lh_profile_view *v, size_t k) { return v->request_cat[v->first_req[k]]; }
+static int key_shared(const lh_profile_view *v, size_t k) { return v->first_req[k] != v->last_req[k]; }
+
+/* Whether the view's n keys have these first and latest access times, first categories (NULL:
+ * not checked) and shared flags. */
+static int keys_are(const lh_profile_view *v, const int64_t *first, const int64_t *last, const int32_t *fcat,
+                    const uint8_t *shares, size_t n) {
+  if (v->n_keys != n) return 0;
+  for (size_t k = 0; k < n; k++) {
+    if (key_first_ns(v, k) != first[k] || key_last_ns(v, k) != last[k] || key_shared(v, k) != shares[k]) return 0;
+    if (fcat != NULL && key_first_cat(v, k) != fcat[k]) return 0;
+  }
+  return 1;
+}
+
 /* Everything observable of two recorders is equal (memory_bytes aside). */
 static void check_same(lh_profile *a, lh_profile *b, int line) {
   lh_profile_view x, y;
@@ -158,10 +176,11 @@ static void check_same(lh_profile *a, lh_profile *b, int line) {
   else if (x.n_categories != y.n_categories) what = "n_categories";
   else if (x.base_category != y.base_category) what = "base_category";
   else if (x.n_base != y.n_base) what = "n_base";
-  else if (!SAME_ARRAY(x.first_ns, y.first_ns, x.n_keys)) what = "first_ns";
-  else if (!SAME_ARRAY(x.last_ns, y.last_ns, x.n_keys)) what = "last_ns";
-  else if (!SAME_ARRAY(x.first_cat, y.first_cat, x.n_keys)) what = "first_cat";
-  else if (!SAME_ARRAY(x.shared, y.shared, x.n_keys)) what = "shared";
+  else if (x.n_requests != y.n_requests) what = "n_requests";
+  else if (!SAME_ARRAY(x.first_req, y.first_req, x.n_keys)) what = "first_req";
+  else if (!SAME_ARRAY(x.last_req, y.last_req, x.n_keys)) what = "last_req";
+  else if (!SAME_ARRAY(x.request_ns, y.request_ns, x.n_requests)) what = "request_ns";
+  else if (!SAME_ARRAY(x.request_cat, y.request_cat, x.n_requests)) what = "request_cat";
   else if (!SAME_ARRAY(x.reuses, y.reuses, x.n_keys)) what = "reuses";
   else if (!SAME_ARRAY(x.window, y.window, x.n_windows)) what = "window";
   else if (!SAME_ARRAY(x.window_keys, y.window_keys, x.n_windows)) what = "window_keys";
@@ -210,14 +229,11 @@ static void check_golden(lh_profile *p, const int64_t *hits) {
   lh_profile_get_view(p, &v);
   static const int64_t first[] = {0, 0, 0, 5, 13}, last[] = {25, 12, 12, 5, 25};
   static const int32_t fcat[] = {0, 0, 0, 0, 0};
-  static const uint8_t shared[] = {1, 1, 1, 0, 1};
+  static const uint8_t shares[] = {1, 1, 1, 0, 1};
   static const uint32_t reuses[] = {4, 2, 1, 0, 1};
   CHECK(v.n_keys == 5);
   if (v.n_keys == 5) {
-    CHECK(memcmp(v.first_ns, first, sizeof first) == 0);
-    CHECK(memcmp(v.last_ns, last, sizeof last) == 0);
-    CHECK(memcmp(v.first_cat, fcat, sizeof fcat) == 0);
-    CHECK(memcmp(v.shared, shared, sizeof shared) == 0);
+    CHECK(keys_are(&v, first, last, fcat, shares, 5));
     CHECK(memcmp(v.reuses, reuses, sizeof reuses) == 0);
   }
   /* thresholds: r1 1,2; r2 1,2,4; r3 1; r4 1,2 */
@@ -325,10 +341,9 @@ static void test_repeated_keys(void) {
   CHECK(v.n_keys == 3);
   if (v.n_keys == 3) {
     static const int64_t first[] = {0, 0, 20}, last[] = {15, 15, 30};
-    static const uint8_t shared[] = {1, 1, 1};
+    static const uint8_t shares[] = {1, 1, 1};
     static const uint32_t reuses[] = {3, 3, 1};
-    CHECK(memcmp(v.first_ns, first, sizeof first) == 0 && memcmp(v.last_ns, last, sizeof last) == 0);
-    CHECK(memcmp(v.shared, shared, sizeof shared) == 0 && memcmp(v.reuses, reuses, sizeof reuses) == 0);
+    CHECK(keys_are(&v, first, last, NULL, shares, 3) && memcmp(v.reuses, reuses, sizeof reuses) == 0);
   }
   CHECK(v.n_windows == 1 && v.window[0] == 0 && v.window_keys[0] == 3);
   /* r1: thresholds 1,2,3; r2: 2,3,4; r4: 1 */
@@ -350,7 +365,7 @@ static void test_repeated_keys(void) {
   lh_lane_reset(lane);
   feed(lane, p, once, off1, &t1, &c1, 1, &h1);
   lh_profile_get_view(p, &v);
-  CHECK(h1 == 0 && v.n_keys == 1 && v.shared[0] == 0 && v.first_cat[0] == 3 && v.reuses[0] == 0);
+  CHECK(h1 == 0 && v.n_keys == 1 && !key_shared(&v, 0) && key_first_cat(&v, 0) == 3 && v.reuses[0] == 0);
   CHECK(v.n_windows == 1 && v.window_keys[0] == 1 && v.base_category == -1);
   lh_profile_destroy(p);
   lh_lane_destroy(lane);
@@ -370,9 +385,9 @@ static void test_ttl(void) {
   lh_profile_get_view(p, &v);
   CHECK(v.n_keys == 2);
   if (v.n_keys == 2) {
-    CHECK(v.first_ns[0] == 0 && v.first_ns[1] == 0 && v.last_ns[0] == 30 && v.last_ns[1] == 31);
-    CHECK(v.shared[0] == 1 && v.shared[1] == 1 && v.reuses[0] == 1 && v.reuses[1] == 2);
-    CHECK(v.first_cat[0] == 0 && v.first_cat[1] == 0);
+    CHECK(key_first_ns(&v, 0) == 0 && key_first_ns(&v, 1) == 0 && key_last_ns(&v, 0) == 30 && key_last_ns(&v, 1) == 31);
+    CHECK(key_shared(&v, 0) && key_shared(&v, 1) && v.reuses[0] == 1 && v.reuses[1] == 2);
+    CHECK(key_first_cat(&v, 0) == 0 && key_first_cat(&v, 1) == 0);
   }
   CHECK(v.base_category == 1);
   lh_profile_reuses r;
@@ -814,8 +829,9 @@ static void check_against_naive(lh_profile *p, const naive *m, const char *what)
   CHECK(v.n_keys == m->nk);
   if (v.n_keys == m->nk) {
     for (size_t k = 0; k < m->nk; k++) {
-      CHECK(v.first_ns[k] == m->first[k] && v.last_ns[k] == m->last[k] && v.first_cat[k] == m->fcat[k]);
-      CHECK(v.shared[k] == (m->requests[k] >= 2) && v.reuses[k] == m->reuses[k]);
+      CHECK(key_first_ns(&v, k) == m->first[k] && key_last_ns(&v, k) == m->last[k] &&
+            key_first_cat(&v, k) == m->fcat[k]);
+      CHECK(key_shared(&v, k) == (m->requests[k] >= 2) && v.reuses[k] == m->reuses[k]);
     }
   }
   check_thresholds(&v, m->by_threshold, MAXT);
@@ -972,8 +988,8 @@ static void test_key_numbers(void) {
                                 sizeof err) == LH_OK);
   CHECK(done == 2 && hits[0] == 0 && hits[1] == 1);
   lh_profile_get_view(p, &v);
-  CHECK(v.n_keys == 2 && v.reuses[0] == 1 && v.reuses[1] == 0 && v.shared[0] == 1 && v.shared[1] == 1);
-  CHECK(v.first_ns[1] == 1 && v.last_ns[1] == 2);
+  CHECK(v.n_keys == 2 && v.reuses[0] == 1 && v.reuses[1] == 0 && key_shared(&v, 0) && key_shared(&v, 1));
+  CHECK(key_first_ns(&v, 1) == 1 && key_last_ns(&v, 1) == 2);
   int64_t keys[] = {5, 6, 5, 6}, later[] = {3, 4};
   CHECK(lh_profile_record_batch(p, keys, NULL, 4, offsets, later, cats, 2, segs, 0, seg_none, hits, &done, err,
                                 sizeof err) == LH_EINVAL);
@@ -1115,7 +1131,7 @@ static void test_timestamp_span(void) {
   CHECK(r.n == 1 && r.n_runs == 1 && r.ns[0] == INT64_MAX && r.runs[0] == 1);
   lh_profile_view v;
   lh_profile_get_view(p, &v);
-  CHECK(v.n_keys == 1 && v.first_ns[0] == first && v.last_ns[0] == widest && v.reuses[0] == 1);
+  CHECK(v.n_keys == 1 && key_first_ns(&v, 0) == first && key_last_ns(&v, 0) == widest && v.reuses[0] == 1);
   lh_profile_destroy(p);
 }
 

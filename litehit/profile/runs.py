@@ -193,14 +193,15 @@ class ProfileRun:
         blocks; and its lifespan. lane_lifespan: the lane's, which is a category's when that
         category first accessed every key."""
         if category is None:
-            keys_lifespan = lifespan(tally(a.last_ns - a.first_ns, in_place=True), int(np.count_nonzero(a.shared == 0)))
+            spans, once = a.lifespans()
+            keys_lifespan = lifespan(tally(spans, in_place=True), once)
         else:
             first = a.first_cat == category
             if lane_lifespan is not None and bool(first.all()):
                 keys_lifespan = lane_lifespan
             else:
-                spans, shared = a.last_ns[first] - a.first_ns[first], a.shared[first]
-                keys_lifespan = lifespan(tally(spans, in_place=True), int(np.count_nonzero(shared == 0)))
+                spans, once = a.lifespans(first)
+                keys_lifespan = lifespan(tally(spans, in_place=True), once)
         requests, input_tokens = int(sums[_REQUESTS]), int(sums[_INPUT_TOKENS])
         hit_blocks = int(sums[_HIT_BLOCKS])
         hit_tokens = hit_blocks * self.lane.block_size
