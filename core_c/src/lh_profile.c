@@ -426,7 +426,7 @@ void lh_profile_get_stats(const lh_profile *p, lh_profile_stats *stats) {
   size_t bytes = sizeof *p + lh_keymap_memory(&p->map) + p->cap_cats * sizeof(cat_reuses);
   for (size_t i = 0; i < N_KEY_ARRAYS; i++) bytes += p->key[i].cap * KEY_ELEM[i];
   bytes += (p->req_ns.cap + p->slope.cap + p->window.cap + p->window_keys.cap) * sizeof(int64_t) +
-           (p->req_cat.cap + p->scratch.cap + p->base.cap) * sizeof(uint32_t);
+           p->req_cat.cap * sizeof(int32_t) + (p->scratch.cap + p->base.cap) * sizeof(uint32_t);
   for (size_t c = 0; c < p->cap_cats; c++)
     bytes += p->cats[c].ns.cap * sizeof(int64_t) + (p->cats[c].runs.cap + p->cats[c].keys.cap) * sizeof(uint32_t);
   stats->memory_bytes = bytes;

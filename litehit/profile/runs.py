@@ -124,6 +124,7 @@ class ProfileRun:
             )
             reuse_times, everything, lane_reuse = sorting.result()
         categories = {}
+        first_cat = a.first_cat if present else None  # a gather over every key: once, not per category
         for c in present:
             counts = self._key_reuses(a, c)
             reuse = lane_reuse if reuse_times[c] is everything else reuse_time(reuse_times[c])
@@ -141,6 +142,7 @@ class ProfileRun:
                 len(counts),
                 hits if len(present) == 1 else hits[cats == c],
                 overall_lifespan,
+                first_cat,
             )
         lane = self.lane
         return LaneProfile(
@@ -186,17 +188,18 @@ class ProfileRun:
         keys: int,
         request_hits: npt.NDArray[np.int32],
         lane_lifespan: Lifespan | None = None,
+        first_cat: npt.NDArray[np.int32] | None = None,
     ) -> tuple[Metrics, Lifespan]:
         """The metrics of a category (None: the whole lane) from its sums (a row of the
         per-category sums), its requests per category, its reuse times' statistics (asked for
         last), the reuse counts of `keys` keys (zeros may be left out) and its requests' hit
         blocks; and its lifespan. lane_lifespan: the lane's, which is a category's when that
-        category first accessed every key."""
+        category first accessed every key; first_cat: each key's a.first_cat, if already made."""
         if category is None:
             spans, once = a.lifespans()
             keys_lifespan = lifespan(tally(spans, in_place=True), once)
         else:
-            first = a.first_cat == category
+            first = (a.first_cat if first_cat is None else first_cat) == category
             if lane_lifespan is not None and bool(first.all()):
                 keys_lifespan = lane_lifespan
             else:
