@@ -34,9 +34,12 @@ struct lh_sim {
   int64_t ttl_ns; /* 0: none (lh_sim_set_ttl) */
   int64_t last_ts;
   int started;
-  /* per-request scratch: the slot of each key the lookup found resident (LH_NIL: not resident) */
+  /* per-request scratch: the slot of each key the lookup found resident (LH_NIL: not resident),
+   * and each key's home slot in the map (hashed once: the map keeps its size within a request) */
   uint32_t *found;
   size_t cap_found;
+  size_t *home;
+  size_t cap_home;
   /* eviction log of the current batch */
   int record;
   int64_t *ev_keys, *ev_reqs;
@@ -81,9 +84,10 @@ static int64_t floor_second(int64_t ns) {
 /* The slot of map value v: LH_NIL for none (an empty slot, an entry or a ghost: a key not resident). */
 static inline uint32_t slot_of(uint32_t v) { return v >= LH_ABSENT ? LH_NIL : v; }
 
-/* keeps_keys: key's map value, the key put with a new entry if the map does not hold it yet. */
-static inline uint32_t kept_value(lh_sim *s, int64_t key, size_t *at) {
-  *at = lh_keymap_find(&s->map, key);
+/* keeps_keys: key's map value, the key put with a new entry if the map does not hold it yet
+ * (home: lh_keymap_home of the key). */
+static inline uint32_t kept_value(lh_sim *s, int64_t key, size_t home, size_t *at) {
+  *at = lh_keymap_probe(&s->map, key, home);
   uint32_t v = lh_keymap_val(&s->map, *at);
   if (v == LH_NIL) {
     v = LH_ABSENT | s->n_entries++;
@@ -137,6 +141,7 @@ void lh_sim_destroy(lh_sim *s) {
   lh_keymap_free(&s->map);
   lh_policy_free(s->slots, s->cap_slots, sizeof(lh_slot));
   lh_policy_free(s->found, s->cap_found, sizeof(uint32_t));
+  lh_policy_free(s->home, s->cap_home, sizeof(size_t));
   lh_policy_free(s->ev_keys, s->cap_ev_keys, sizeof(int64_t));
   lh_policy_free(s->ev_reqs, s->cap_ev_reqs, sizeof(int64_t));
   lh_keymap_free(&s->ghosts);
@@ -259,6 +264,7 @@ static int reserve_request(lh_sim *s, const int64_t *keys, size_t n, int32_t cat
   }
   if (lh_policy_grow((void **)&s->slots, &s->cap_slots, s->n_slots + add, sizeof(lh_slot)) != 0 ||
       lh_policy_grow((void **)&s->found, &s->cap_found, n, sizeof(uint32_t)) != 0 ||
+      lh_policy_grow((void **)&s->home, &s->cap_home, n, sizeof(size_t)) != 0 ||
       (s->record && (lh_policy_grow((void **)&s->ev_keys, &s->cap_ev_keys, s->n_ev + n, sizeof(int64_t)) != 0 ||
                      lh_policy_grow((void **)&s->ev_reqs, &s->cap_ev_reqs, s->n_ev + n, sizeof(int64_t)) != 0)) ||
       (s->evidence &&
@@ -418,11 +424,20 @@ static int64_t run_request(lh_sim *s, const int64_t *keys, size_t n, int64_t now
   /* The lookup: found[0 .. known) are the map values of keys[0 .. known) (slot_of: the slots),
    * every key for a policy that reads them, else the prefix hits and the key that ends them */
   int all = s->ops->begin_request != NULL;
-  for (size_t j = 0; j < n; j++) lh_keymap_prefetch(&s->map, keys[j]);
+  size_t *const home = s->home;
+  const int mapped = s->map.slots != NULL; /* (none yet: a cache of capacity 0 that keeps no keys) */
+  for (size_t j = 0; j < n; j++) {
+    home[j] = lh_keymap_home(&s->map, keys[j]);
+#if defined(__GNUC__)
+    if (mapped) __builtin_prefetch(lh_keymap_slot_addr(&s->map, home[j]), 0, 3);
+#endif
+  }
   size_t hits = 0, known = 0;
   while (known < n) {
     size_t at;
-    uint32_t v = s->ops->keeps_keys ? kept_value(s, keys[known], &at) : lh_keymap_get(&s->map, keys[known]);
+    uint32_t v = s->ops->keeps_keys ? kept_value(s, keys[known], home[known], &at)
+                 : mapped           ? lh_keymap_val(&s->map, lh_keymap_probe(&s->map, keys[known], home[known]))
+                                    : LH_NIL;
     uint32_t slot = slot_of(v);
 #if defined(__GNUC__)
     if (slot != LH_NIL) __builtin_prefetch(&s->slots[slot], 1, 3); /* the commit touches it (tail to head) */
@@ -451,7 +466,7 @@ static int64_t run_request(lh_sim *s, const int64_t *keys, size_t n, int64_t now
     uint32_t slot = j < known ? slot_of(s->found[j]) : LH_NIL;
     size_t at = 0; /* the key's place in the map, where it is not resident */
     if ((slot == LH_NIL || s->slots[slot].key != key) && s->map.slots != NULL) {
-      at = lh_keymap_find(&s->map, key);
+      at = lh_keymap_probe(&s->map, key, home[j]);
       slot = slot_of(lh_keymap_val(&s->map, at));
     }
     a.offset = (int32_t)(j > INT32_MAX ? INT32_MAX : j);
@@ -485,7 +500,7 @@ static int64_t run_request(lh_sim *s, const int64_t *keys, size_t n, int64_t now
     b->ts = now;
     b->count = 1;
     if (s->ops->keeps_keys) {
-      b->aux = kept_value(s, key, &at) & ~LH_ABSENT; /* the lookup put it */
+      b->aux = kept_value(s, key, home[j], &at) & ~LH_ABSENT; /* the lookup put it */
       b->at = (uint32_t)at;
       lh_keymap_set_val(&s->map, at, slot);
     } else {
@@ -577,8 +592,9 @@ void lh_sim_get_stats(const lh_sim *s, lh_sim_stats *stats) {
   stats->resident = s->n_slots;
   stats->evicted_keys = s->n_ghosts;
   stats->memory_bytes = sizeof *s + lh_keymap_memory(&s->map) + s->cap_slots * sizeof(lh_slot) +
-                        s->cap_found * sizeof(uint32_t) + (s->cap_ev_keys + s->cap_ev_reqs) * sizeof(int64_t) +
-                        lh_keymap_memory(&s->ghosts) + (s->cap_ghost_ts + s->cap_evicted) * sizeof(int64_t) +
+                        s->cap_found * sizeof(uint32_t) + s->cap_home * sizeof(size_t) +
+                        (s->cap_ev_keys + s->cap_ev_reqs) * sizeof(int64_t) + lh_keymap_memory(&s->ghosts) +
+                        (s->cap_ghost_ts + s->cap_evicted) * sizeof(int64_t) +
                         s->cap_evicted_before * sizeof(uint64_t) + s->ops->memory(s->policy);
   if (s->ops->stats != NULL) s->ops->stats(s->policy, stats);
 }
