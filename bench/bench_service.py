@@ -56,15 +56,21 @@ def free_port() -> int:
 
 @contextlib.contextmanager
 def local_stack(
-    port: int = 0, api_workers: int = 2, worker_concurrency: int = 2, *, quiet: bool = False
+    port: int = 0,
+    api_workers: int = 2,
+    worker_concurrency: int = 2,
+    *,
+    quiet: bool = False,
+    name: str = "litehit_bench",
 ) -> Iterator[str]:
     """A local API and worker on `port` (0: a free one); yields the API's URL. quiet: their output
-    (the worker's banner) is dropped."""
+    (the worker's banner) is dropped. name: its database (made anew) and, with "-" for "_", its
+    queue: stacks of different names can run at once."""
     import psycopg
 
     port = port or free_port()
 
-    db = "litehit_bench"
+    db = name
     with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True) as admin:
         admin.execute(f"DROP DATABASE IF EXISTS {db} WITH (FORCE)")
         admin.execute(f"CREATE DATABASE {db}")
@@ -75,7 +81,7 @@ def local_stack(
         "LITEHIT_HOME": str(home),
         "LITEHIT_BROKER_URL": "redis://127.0.0.1:6379/0",
         "LITEHIT_RESULT_BACKEND": "redis://127.0.0.1:6379/1",
-        "LITEHIT_QUEUE": "litehit-bench",
+        "LITEHIT_QUEUE": name.replace("_", "-"),
         "LITEHIT_HEARTBEAT_S": "0.5",
     }
     bindir = Path(sys.executable).parent
@@ -105,7 +111,7 @@ def local_stack(
                 "worker.celery_app",
                 "worker",
                 "-Q",
-                "litehit-bench",
+                name.replace("_", "-"),
                 "--concurrency",
                 str(worker_concurrency),
                 "-l",
