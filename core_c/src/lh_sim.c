@@ -35,7 +35,8 @@ struct lh_sim {
   int64_t last_ts;
   int started;
   /* per-request scratch: the slot of each key the lookup found resident (LH_NIL: not resident),
-   * and each key's home slot in the map (hashed once: the map keeps its size within a request) */
+   * and each key's home slot in the map (hashed once: the map keeps its size within a request),
+   * with keeps_keys its place in the map once the lookup has put it (the commit puts no key) */
   uint32_t *found;
   size_t cap_found;
   size_t *home;
@@ -435,9 +436,13 @@ static int64_t run_request(lh_sim *s, const int64_t *keys, size_t n, int64_t now
   size_t hits = 0, known = 0;
   while (known < n) {
     size_t at;
-    uint32_t v = s->ops->keeps_keys ? kept_value(s, keys[known], home[known], &at)
-                 : mapped           ? lh_keymap_val(&s->map, lh_keymap_probe(&s->map, keys[known], home[known]))
-                                    : LH_NIL;
+    uint32_t v;
+    if (s->ops->keeps_keys) {
+      v = kept_value(s, keys[known], home[known], &at);
+      home[known] = at; /* a key put never moves, and none is deleted */
+    } else {
+      v = mapped ? lh_keymap_val(&s->map, lh_keymap_probe(&s->map, keys[known], home[known])) : LH_NIL;
+    }
     uint32_t slot = slot_of(v);
 #if defined(__GNUC__)
     if (slot != LH_NIL) __builtin_prefetch(&s->slots[slot], 1, 3); /* the commit touches it (tail to head) */
@@ -466,7 +471,7 @@ static int64_t run_request(lh_sim *s, const int64_t *keys, size_t n, int64_t now
     uint32_t slot = j < known ? slot_of(s->found[j]) : LH_NIL;
     size_t at = 0; /* the key's place in the map, where it is not resident */
     if ((slot == LH_NIL || s->slots[slot].key != key) && s->map.slots != NULL) {
-      at = lh_keymap_probe(&s->map, key, home[j]);
+      at = s->ops->keeps_keys && j < known ? home[j] : lh_keymap_probe(&s->map, key, home[j]);
       slot = slot_of(lh_keymap_val(&s->map, at));
     }
     a.offset = (int32_t)(j > INT32_MAX ? INT32_MAX : j);
@@ -500,7 +505,8 @@ static int64_t run_request(lh_sim *s, const int64_t *keys, size_t n, int64_t now
     b->ts = now;
     b->count = 1;
     if (s->ops->keeps_keys) {
-      b->aux = kept_value(s, key, home[j], &at) & ~LH_ABSENT; /* the lookup put it */
+      /* its entry (the lookup put the key; such a policy's lookup meets every key) */
+      b->aux = (j < known ? lh_keymap_val(&s->map, at) : kept_value(s, key, home[j], &at)) & ~LH_ABSENT;
       b->at = (uint32_t)at;
       lh_keymap_set_val(&s->map, at, slot);
     } else {
