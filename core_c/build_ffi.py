@@ -57,6 +57,7 @@ INTERNAL_HEADERS = (
     "lh_json.h",
     "lh_keymap.h",
     "lh_policy_ops.h",
+    "lh_prefault.h",
     "lh_text.h",
     "lh_trace_row.h",
 )
@@ -165,7 +166,7 @@ ffibuilder.set_source(
     include_dirs=[str(INCLUDE.relative_to(ROOT))],
     depends=_relative(list(INCLUDE.glob("*.h"))),
     extra_compile_args=_compile_args(),
-    libraries=["m"],
+    libraries=["m", "pthread"],
 )
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "lh_buf.h"
+#include "lh_prefault.h"
 
 /* The most keys a map of cap slots holds at a load of pct percent (no overflow). */
 static size_t load_limit(size_t cap, unsigned pct) { return cap / 100 * pct + cap % 100 * pct / 100; }
@@ -49,21 +50,33 @@ int lh_keymap_reserve(lh_keymap *m, size_t extra) {
   if (extra > SIZE_MAX - m->count) return -1;
   size_t need = m->count + extra;
   size_t cap = lh_keymap_capacity(m);
-  if (need <= load_limit(cap, pct)) return 0;
+  size_t w = lh_keymap_width(m);
+  if (need <= load_limit(cap, pct)) {
+    if (m->grow_ahead && m->prefaulted != cap && m->alloc_bytes > cap * w && need >= load_limit(cap, pct) / 5 * 4) {
+      lh_prefault(m->slots + cap * w, m->alloc_bytes - cap * w); /* the next doubling's new half */
+      m->prefaulted = cap;
+    }
+    return 0;
+  }
   size_t new_cap = cap == 0 ? 64 : cap;
   while (need > load_limit(new_cap, pct)) {
     if (new_cap > SIZE_MAX / 2 / LH_KEYMAP_WIDE_SLOT) return -1;
     new_cap *= 2;
   }
-  size_t w = lh_keymap_width(m);
   /* Grown in place: a big table's block keeps its pages and adds new ones after them (see
-   * lh_realloc_huge), where a fresh table would fault in, and write, all of them again. */
+   * lh_realloc_huge), where a fresh table would fault in, and write, all of them again. With
+   * grow_ahead a big block is mapped twice the table's size (the next doubling's address space). */
+  size_t bytes = new_cap * w, alloc = m->grow_ahead && bytes >= LH_HUGE_MIN ? 2 * bytes : bytes;
   uint64_t *placed = cap == 0 ? NULL : calloc((cap + 63) / 64, sizeof(uint64_t));
   if (cap > 0 && placed == NULL) return -1;
-  unsigned char *slots = lh_realloc_huge(m->slots, cap * w, cap * w, new_cap * w);
-  if (slots == NULL) {
-    free(placed);
-    return -1;
+  unsigned char *slots = m->slots;
+  if (alloc != m->alloc_bytes) {
+    slots = lh_realloc_huge(m->slots, m->alloc_bytes, cap * w, alloc);
+    if (slots == NULL) {
+      free(placed);
+      return -1;
+    }
+    m->alloc_bytes = alloc;
   }
   memset(slots + cap * w, 0xFF, (new_cap - cap) * w); /* every value LH_NIL: the new slots empty */
   m->slots = slots;
@@ -139,8 +152,9 @@ size_t lh_keymap_room(const lh_keymap *m) { return load_limit(lh_keymap_capacity
 size_t lh_keymap_memory(const lh_keymap *m) { return lh_keymap_capacity(m) * lh_keymap_width(m); }
 
 void lh_keymap_free(lh_keymap *m) {
-  lh_free_huge(m->slots, lh_keymap_memory(m));
+  lh_free_huge(m->slots, m->alloc_bytes);
   m->slots = NULL;
   m->mask = 0;
   m->count = 0;
+  m->alloc_bytes = m->prefaulted = 0;
 }

@@ -39,6 +39,7 @@
 
 #include "lh_common.h"
 #include "lh_policy_ops.h"
+#include "lh_prefault.h"
 
 #if !defined(__SIZEOF_INT128__)
 #error "lh_policy_wa.c needs a 128-bit integer type for exact sums of reuse times"
@@ -98,6 +99,7 @@ typedef struct wa {
   uint64_t fits;
   seen_key *keys;          /* by entry: every key ever accessed has one (the simulator gives them) */
   size_t n_seen, cap_seen; /* n_seen: the entries this policy has seen */
+  size_t keys_ahead;       /* lh_prefault_ahead's progress through `keys` (filled in entry order) */
   uint64_t req_no;
   uint32_t next_victim; /* the hint of the last eviction (wa_next_victim) */
   /* the evictions since the current request's lookup, their entries prefetched: written when the
@@ -185,6 +187,7 @@ static int wa_reserve(void *state, size_t slots, const int64_t *keys, size_t n, 
       lh_policy_grow((void **)&w->evicted, &w->cap_evicted, w->n_evicted + n, sizeof(evicted_key)) != 0) {
     return -1;
   }
+  lh_prefault_ahead(w->keys, (w->n_seen + n) * sizeof(seen_key), w->cap_seen * sizeof(seen_key), &w->keys_ahead);
   if (grow_runs(w, w->n_runs + w->n_touched) != 0) return -1; /* the runs wa_begin flushes */
   if (!w->life_fixed && lh_policy_grow((void **)&w->sample, &w->cap_sample, w->n_sample + n, sizeof(int64_t)) != 0)
     return -1;

@@ -9,6 +9,7 @@
 #include "lh_buf.h"
 #include "lh_common.h"
 #include "lh_policy_ops.h"
+#include "lh_prefault.h"
 
 #define MAX_TRACKED ((uint64_t)UINT32_MAX - 1) /* slot and record indices are uint32, LH_NIL excluded */
 #define SIM_RUN_BITS 2 /* the key maps' runs of consecutive keys (a Mooncake request's blocks): lh_keymap.h */
@@ -41,6 +42,7 @@ struct lh_sim {
   size_t cap_found;
   size_t *home;
   size_t cap_home;
+  size_t slots_ahead; /* lh_prefault_ahead's progress through `slots` */
   /* eviction log of the current batch */
   int record;
   int64_t *ev_keys, *ev_reqs;
@@ -131,7 +133,8 @@ int lh_sim_create(lh_sim **out, int policy, uint64_t capacity_blocks, const lh_w
   s->evidence = (flags & LH_SIM_MISS_EVIDENCE) != 0;
   s->ghosts_in_map = !ops->keeps_keys;
   s->map.run_bits = s->ghosts.run_bits = SIM_RUN_BITS;
-  s->map.max_load_percent = 75; /* ghosts or entries fill it: as full as other maps of (nearly) every key */
+  s->map.max_load_percent = 75;        /* ghosts or entries fill it: as full as other maps of (nearly) every key */
+  s->map.grow_ahead = ops->keeps_keys; /* every key: it grows with them (the others purge their ghosts instead) */
   *out = s;
   return LH_OK;
 }
@@ -278,6 +281,9 @@ static int reserve_request(lh_sim *s, const int64_t *keys, size_t n, int32_t cat
         lh_policy_grow((void **)&s->evicted, &s->cap_evicted, n, sizeof(int64_t)) != 0))) {
     return lh_fail(err, errlen, LH_ENOMEM, "out of memory in the policy simulator");
   }
+  /* the slots fill in order up to the capacity: their pages come in ahead of the fill */
+  uint64_t usable = s->capacity < s->cap_slots ? s->capacity : s->cap_slots;
+  lh_prefault_ahead(s->slots, (s->n_slots + add) * sizeof(lh_slot), (size_t)usable * sizeof(lh_slot), &s->slots_ahead);
   int rc = s->ops->reserve(s->policy, s->n_slots + add, keys, n, cat);
   if (rc != 0) return lh_fail(err, errlen, LH_ENOMEM, "out of memory in the %s policy", s->ops->name);
   return LH_OK;

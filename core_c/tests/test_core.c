@@ -13,6 +13,7 @@
 
 #include "lh_buf.h"
 #include "lh_keymap.h"
+#include "lh_prefault.h"
 #include "lh_test.h"
 #include "litehit.h"
 
@@ -398,12 +399,14 @@ static void test_keymap_runs(void) {
  * small range so that homes collide and probe runs wrap around the end of the table. */
 static void test_keymap_growth(void) {
   const struct {
-    unsigned width, load, run_bits;
+    unsigned width, load, run_bits, grow_ahead;
     size_t keys;
-  } cases[] = {
-      {LH_KEYMAP_SLOT, 0, 0, 3000},       {LH_KEYMAP_SLOT, 90, 0, 3000},        {LH_KEYMAP_WIDE_SLOT, 80, 0, 3000},
-      {LH_KEYMAP_SLOT, 75, 0, 700000},    {LH_KEYMAP_WIDE_SLOT, 90, 0, 400000}, {LH_KEYMAP_SLOT, 80, 2, 3000},
-      {LH_KEYMAP_WIDE_SLOT, 90, 4, 3000}, {LH_KEYMAP_SLOT, 80, 2, 700000},      {LH_KEYMAP_WIDE_SLOT, 80, 2, 400000}};
+  } cases[] = {{LH_KEYMAP_SLOT, 0, 0, 0, 3000},         {LH_KEYMAP_SLOT, 90, 0, 0, 3000},
+               {LH_KEYMAP_WIDE_SLOT, 80, 0, 0, 3000},   {LH_KEYMAP_SLOT, 75, 0, 0, 700000},
+               {LH_KEYMAP_WIDE_SLOT, 90, 0, 0, 400000}, {LH_KEYMAP_SLOT, 80, 2, 0, 3000},
+               {LH_KEYMAP_WIDE_SLOT, 90, 4, 0, 3000},   {LH_KEYMAP_SLOT, 80, 2, 0, 700000},
+               {LH_KEYMAP_WIDE_SLOT, 80, 2, 0, 400000}, {LH_KEYMAP_SLOT, 75, 2, 1, 700000},
+               {LH_KEYMAP_WIDE_SLOT, 90, 0, 1, 400000}, {LH_KEYMAP_SLOT, 50, 0, 1, 3000}};
   for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
     size_t n = cases[c].keys;
     int64_t *keys = malloc(n * sizeof *keys);
@@ -415,6 +418,7 @@ static void test_keymap_growth(void) {
     m.slot_bytes = cases[c].width;
     m.max_load_percent = cases[c].load;
     m.run_bits = cases[c].run_bits;
+    m.grow_ahead = cases[c].grow_ahead;
     int ok = 1;
     size_t put = 0, checks = 0;
     while (put < n && ok) {
@@ -448,14 +452,64 @@ static void test_keymap_growth(void) {
         ok = keymap_matches(&m, keys, vals, live, put);
       }
     }
+    lh_prefault_wait(); /* the pages asked for are in: nothing the map holds changed */
+    if (ok) ok = keymap_matches(&m, keys, vals, live, put);
     CHECK(ok);
     if (!ok) printf("key map case %zu: wrong after %zu keys (capacity %zu)\n", c, put, lh_keymap_capacity(&m));
+    if (cases[c].grow_ahead && lh_keymap_capacity(&m) * lh_keymap_width(&m) >= LH_HUGE_MIN) {
+      CHECK(m.alloc_bytes == 2 * lh_keymap_capacity(&m) * lh_keymap_width(&m)); /* the next doubling's room */
+    } else {
+      CHECK(m.alloc_bytes == lh_keymap_capacity(&m) * lh_keymap_width(&m));
+    }
     lh_keymap_free(&m);
     free(keys);
     free(vals);
     free(live);
     free(used);
   }
+}
+
+/* lh_prefault: pages asked for keep what was written to them (before and while they are faulted
+ * in), unwritten ones read as zeros, a range freed before the thread reaches it is only refused, and
+ * lh_prefault_ahead asks for LH_PREFAULT_AHEAD bytes past the fill, within the room, once fewer
+ * than half of them are left. */
+static void test_prefault(void) {
+  size_t bytes = (size_t)24 << 20;
+  unsigned char *p = lh_realloc_huge(NULL, 0, 0, bytes);
+  CHECK(p != NULL);
+  for (size_t i = 0; i < bytes / 2; i += 4096) p[i] = (unsigned char)(i >> 12 | 1);
+  lh_prefault(p, bytes);
+  for (size_t i = bytes / 2; i < bytes; i += 8192) p[i] = (unsigned char)(i >> 12 | 1); /* while it runs */
+  lh_prefault_wait();
+  int kept = 1;
+  for (size_t i = 0; i < bytes; i += 4096) {
+    unsigned char want = i < bytes / 2 || i % 8192 == 0 ? (unsigned char)(i >> 12 | 1) : 0;
+    if (p[i] != want || p[i + 1] != 0) kept = 0;
+  }
+  CHECK(kept);
+  unsigned char *q = lh_realloc_huge(NULL, 0, 0, bytes);
+  CHECK(q != NULL);
+  lh_prefault(q, bytes);
+  lh_free_huge(q, bytes); /* possibly before the thread gets to it */
+  lh_prefault(NULL, bytes);
+  lh_prefault(p, 100); /* no whole page: nothing */
+  lh_prefault_wait();
+  size_t ahead = 0, room = (size_t)20 << 20, mib = (size_t)1 << 20;
+  lh_prefault_ahead(p, 0, room, &ahead);
+  CHECK(ahead == LH_PREFAULT_AHEAD);
+  lh_prefault_ahead(p, LH_PREFAULT_AHEAD / 2, room, &ahead); /* half of it still ahead: no request */
+  CHECK(ahead == LH_PREFAULT_AHEAD);
+  lh_prefault_ahead(p, LH_PREFAULT_AHEAD / 2 + mib, room, &ahead);
+  CHECK(ahead == LH_PREFAULT_AHEAD / 2 + mib + LH_PREFAULT_AHEAD);
+  lh_prefault_ahead(p, room - mib, room, &ahead); /* never past the room */
+  CHECK(ahead == room);
+  lh_prefault_ahead(p, room, room, &ahead);
+  CHECK(ahead == room);
+  size_t small = 0;
+  lh_prefault_ahead(p, 0, LH_HUGE_MIN - 1, &small); /* a small array: left alone */
+  CHECK(small == 0);
+  lh_prefault_wait();
+  lh_free_huge(p, bytes);
 }
 
 static void test_large_growth(void) {
@@ -616,6 +670,7 @@ int main(void) {
   test_realloc_huge();
   test_keymap_runs();
   test_keymap_growth();
+  test_prefault();
   test_views();
   test_summed_curve();
   return finish("core");

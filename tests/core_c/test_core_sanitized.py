@@ -37,6 +37,7 @@ def test_c_program_under_sanitizers(program: Path, tmp_path: Path) -> None:
             "-o",
             str(binary),
             "-lm",
+            "-pthread",
         ],
         capture_output=True,
         text=True,

@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import itertools
 import math
+import os
 import random
+import signal
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -539,3 +542,48 @@ def test_wa_counts_refits_it_can_skip_instead_of_doing_them() -> None:
         stats = sim.stats()
     assert stats.wa_fits == 72_000_000
     assert stats.wa_rate_all == pytest.approx(1 / 36.0)  # one reuse of 36 s seen before the last request
+
+
+def _wa_hits_over_many_keys() -> int:
+    """A wa simulation whose tables pass 4 MiB (400,000 distinct keys, 100,000 slots), so that
+    their pages are asked for ahead (core_c/include/lh_prefault.h)."""
+    rng = np.random.default_rng(7)
+    n_req, per = 16_000, 50
+    keys = rng.integers(0, 400_000, n_req * per, dtype=np.int64)
+    offsets = np.arange(0, n_req * per + 1, per, dtype=np.int64)
+    ts = np.arange(n_req, dtype=np.int64) * 1_000_000
+    cats = (np.arange(n_req) % 3).astype(np.int32)
+    with core_c.PolicySim("wa", 100_000, wa_refit_s=0.5, wa_fit_window_s=2.0) as sim:
+        return int(sim.process_batch(keys, offsets, ts, cats).sum())
+
+
+def test_simulation_with_pages_asked_ahead_runs_in_a_forked_child() -> None:
+    """The thread that faults pages in ahead is the parent's: a child of fork starts its own (its
+    lock not left held), and the results are those of the parent, the thread's requests changing
+    no memory."""
+    want = _wa_hits_over_many_keys()
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: the same simulation, its hits to the parent
+        code = 1
+        try:
+            os.close(read)
+            os.write(write, str(_wa_hits_over_many_keys()).encode())
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write)
+    deadline = time.monotonic() + 60
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            pytest.fail("the forked child did not finish its simulation within 60 s")
+        time.sleep(0.02)
+    got = os.read(read, 64)
+    os.close(read)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert int(got) == want == _wa_hits_over_many_keys()
