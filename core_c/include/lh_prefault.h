@@ -4,7 +4,8 @@
  * project runs on (free page reporting hands idle memory back to the host), a page not touched
  * lately costs 2-3 ms per MiB (0.35-0.54 GB/s). A table that knows where it will grow asks for
  * those pages early, and one background thread (started at the first request; a child of fork
- * starts its own) faults them in while the engine works, on a core the engine leaves idle.
+ * starts its own) faults them in while the engine works, on a core the engine leaves idle (it
+ * runs under SCHED_IDLE where Linux has it: it never takes a core from another thread).
  *
  * The pages are populated for writing (Linux's MADV_POPULATE_WRITE, 5.14 on): their contents are
  * never changed, so the owner may write them at any time, before, during or after. A range

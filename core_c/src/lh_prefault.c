@@ -10,6 +10,7 @@
 #if defined(__linux__)
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -48,6 +49,11 @@ static void register_fork_handlers(void) { (void)pthread_atfork(before_fork, aft
 
 static void *serve(void *arg) {
   (void)arg;
+#if defined(SCHED_IDLE)
+  /* Only on a core nothing else wants: the engine's helpers (scanning, planning) keep theirs. */
+  struct sched_param idle_param = {0};
+  (void)pthread_setschedparam(pthread_self(), SCHED_IDLE, &idle_param);
+#endif
   pthread_mutex_lock(&lock);
   for (;;) {
     while (waiting == 0) {
