@@ -18,8 +18,12 @@
  * lh_keymap_reserve, which doubles the capacity (64 slots at first) until the keys fit, so a caller
  * reserves first and then puts without any failure path. It grows the slots in place (a big
  * table's block, lh_buf.h: its pages stay, new ones are added after them) and moves the keys to
- * their new places there. The slot a key lands in depends only on the keys put and deleted and
- * their order, never on the platform.
+ * their new places there. A map whose owner sets grow_ahead (the simulator's for a policy that
+ * keeps every key) has its big block mapped twice its size, the upper half address space only
+ * until, once the keys reach 80 % of the room, lh_prefault faults it in on a thread of its own
+ * (lh_prefault.h): the doubling then finds its new pages there. Up to the table's size again may
+ * so be resident early, for nothing if the keys stop short of the doubling. The slot a key lands
+ * in depends only on the keys put and deleted and their order, never on the platform.
  *
  * Keys move only in lh_keymap_reserve, lh_keymap_del and lh_keymap_del_at. In between, a caller
  * may keep a slot index (lh_keymap_find) and rewrite that slot's value (lh_keymap_set_val), as
