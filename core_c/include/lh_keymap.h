@@ -53,8 +53,7 @@ typedef struct lh_keymap {
   unsigned max_load_percent; /* how full reserve lets it get: 0 means 50; at most 90 */
   unsigned slot_bytes;       /* LH_KEYMAP_SLOT (0 means that) or LH_KEYMAP_WIDE_SLOT; fixed once it has slots */
   unsigned run_bits;         /* 0 .. LH_KEYMAP_MAX_RUN_BITS (see lh_keymap_home); fixed once it has slots */
-  unsigned grow_ahead;       /* set by the owner: prepare the next doubling (see lh_keymap_reserve) */
-  size_t alloc_bytes;        /* the slots' block (lh_realloc_huge): capacity * slot bytes, or twice that */
+  unsigned grow_ahead;       /* set by the owner: prepare the next doubling (above); fixed once it has slots */
   size_t prefaulted;         /* grow_ahead: the capacity whose next doubling was asked for, else 0 */
 } lh_keymap;
 

@@ -10,6 +10,13 @@
 /* The most keys a map of cap slots holds at a load of pct percent (no overflow). */
 static size_t load_limit(size_t cap, unsigned pct) { return cap / 100 * pct + cap % 100 * pct / 100; }
 
+/* The bytes of the slots' block (lh_realloc_huge) of m at capacity cap: the slots, and as many
+ * again for a grow_ahead map's big block (its next doubling's address space). */
+static size_t block_bytes(const lh_keymap *m, size_t cap) {
+  size_t bytes = cap * lh_keymap_width(m);
+  return m->grow_ahead && bytes >= LH_HUGE_MIN && bytes <= SIZE_MAX / 2 ? 2 * bytes : bytes;
+}
+
 static unsigned load_percent(const lh_keymap *m) {
   return m->max_load_percent == 0 ? 50 : m->max_load_percent > 90 ? 90 : m->max_load_percent;
 }
@@ -52,8 +59,9 @@ int lh_keymap_reserve(lh_keymap *m, size_t extra) {
   size_t cap = lh_keymap_capacity(m);
   size_t w = lh_keymap_width(m);
   if (need <= load_limit(cap, pct)) {
-    if (m->grow_ahead && m->prefaulted != cap && m->alloc_bytes > cap * w && need >= load_limit(cap, pct) / 5 * 4) {
-      lh_prefault(m->slots + cap * w, m->alloc_bytes - cap * w); /* the next doubling's new half */
+    size_t block = block_bytes(m, cap);
+    if (m->grow_ahead && m->prefaulted != cap && block > cap * w && need >= load_limit(cap, pct) / 5 * 4) {
+      lh_prefault(m->slots + cap * w, block - cap * w); /* the next doubling's new half */
       m->prefaulted = cap;
     }
     return 0;
@@ -66,17 +74,12 @@ int lh_keymap_reserve(lh_keymap *m, size_t extra) {
   /* Grown in place: a big table's block keeps its pages and adds new ones after them (see
    * lh_realloc_huge), where a fresh table would fault in, and write, all of them again. With
    * grow_ahead a big block is mapped twice the table's size (the next doubling's address space). */
-  size_t bytes = new_cap * w, alloc = m->grow_ahead && bytes >= LH_HUGE_MIN ? 2 * bytes : bytes;
   uint64_t *placed = cap == 0 ? NULL : calloc((cap + 63) / 64, sizeof(uint64_t));
   if (cap > 0 && placed == NULL) return -1;
-  unsigned char *slots = m->slots;
-  if (alloc != m->alloc_bytes) {
-    slots = lh_realloc_huge(m->slots, m->alloc_bytes, cap * w, alloc);
-    if (slots == NULL) {
-      free(placed);
-      return -1;
-    }
-    m->alloc_bytes = alloc;
+  unsigned char *slots = lh_realloc_huge(m->slots, block_bytes(m, cap), cap * w, block_bytes(m, new_cap));
+  if (slots == NULL) {
+    free(placed);
+    return -1;
   }
   memset(slots + cap * w, 0xFF, (new_cap - cap) * w); /* every value LH_NIL: the new slots empty */
   m->slots = slots;
@@ -152,9 +155,9 @@ size_t lh_keymap_room(const lh_keymap *m) { return load_limit(lh_keymap_capacity
 size_t lh_keymap_memory(const lh_keymap *m) { return lh_keymap_capacity(m) * lh_keymap_width(m); }
 
 void lh_keymap_free(lh_keymap *m) {
-  lh_free_huge(m->slots, m->alloc_bytes);
+  lh_free_huge(m->slots, block_bytes(m, lh_keymap_capacity(m)));
   m->slots = NULL;
   m->mask = 0;
   m->count = 0;
-  m->alloc_bytes = m->prefaulted = 0;
+  m->prefaulted = 0;
 }
